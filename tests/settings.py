@@ -1,0 +1,102 @@
+"""Settings for the test suite.
+
+The database comes from ``DATABASE_URL`` (for example
+``postgres://postgres@127.0.0.1:5432/test``); without it, a SQLite file in a
+temporary directory. The test database is a real file, never ``:memory:``, so
+that threads (and child processes) share it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import dj_database_url
+
+SECRET_KEY = "django-workflows-tests-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.admin",
+    "django.contrib.staticfiles",
+    "django_workflows",
+    "tests.testapp",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "tests.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+STATIC_URL = "/static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Serialise concurrent writers on SQLite: WAL, BEGIN IMMEDIATE, a busy timeout.
+SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+
+
+def _sqlite_directory() -> Path:
+    """One temporary directory per test run, inherited by child processes."""
+    existing = os.environ.get("DWF_TEST_DB_DIR")
+    if existing:
+        return Path(existing)
+    created = tempfile.mkdtemp(prefix="django-workflows-tests-")
+    os.environ["DWF_TEST_DB_DIR"] = created
+    atexit.register(shutil.rmtree, created, ignore_errors=True)
+    return Path(created)
+
+
+if os.environ.get("DATABASE_URL"):
+    # CONN_MAX_AGE 0: tests open and close connections (threads, live servers).
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+else:
+    _directory = _sqlite_directory()
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(_directory / "db.sqlite3"),
+            "TEST": {"NAME": str(_directory / "test.sqlite3")},
+        }
+    }
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
+    DATABASES["default"].setdefault("TEST", {})
+    if DATABASES["default"]["TEST"].get("NAME") in (None, "", ":memory:"):
+        DATABASES["default"]["TEST"]["NAME"] = str(_sqlite_directory() / "test.sqlite3")

@@ -1,0 +1,15 @@
+"""The project itself: settings, system checks and migrations are in order."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+
+def test_system_checks_pass():
+    call_command("check")
+
+
+@pytest.mark.django_db
+def test_migrations_are_up_to_date():
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)

@@ -1,0 +1,1 @@
+# Models that tests need (workflow targets, fixtures) are added here, with their migrations.
