@@ -1,0 +1,86 @@
+"""Settings for the example site: SQLite and django-q2's ORM broker, nothing to set up."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent
+
+SECRET_KEY = "django-workflows-example-not-secret"
+DEBUG = True
+ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
+USE_TZ = True
+TIME_ZONE = "UTC"
+
+HAS_DJANGO_Q = importlib.util.find_spec("django_q") is not None
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.admin",
+    "django.contrib.staticfiles",
+    "django_workflows",
+]
+if HAS_DJANGO_Q:
+    INSTALLED_APPS.append("django_q")
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "example_project.urls"
+WSGI_APPLICATION = "example_project.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": BASE_DIR / "db.sqlite3",
+        # Persistent connections: web processes and workers do not reconnect per request/task.
+        "CONN_MAX_AGE": 600,
+        # Serialise concurrent writers: WAL, BEGIN IMMEDIATE, a busy timeout.
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+    }
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+STATIC_URL = "/static/"
+
+if HAS_DJANGO_Q:
+    # The ORM broker keeps the demo self-contained; retry must exceed timeout.
+    Q_CLUSTER = {
+        "name": "example",
+        "orm": "default",
+        "workers": 2,
+        "timeout": 60,
+        "retry": 120,
+        "max_attempts": 1,
+        "catch_up": False,
+    }
