@@ -1,0 +1,75 @@
+"""The workflow engine: pure Python, no Django.
+
+It turns (definition, snapshot, command) into (new snapshot, events,
+effects). The service layer stores snapshots and carries out effects.
+"""
+
+from .apply import InvalidState, Machine, apply, definitions_of, deliver, load, new_instance
+from .attempts import AttemptSink, OperationContext, Work, execute, find_work
+from .commands import (
+    COMMANDS,
+    AttemptFinished,
+    AttemptInterrupted,
+    AttemptOutcome,
+    AttemptStarted,
+    Back,
+    Cancel,
+    Command,
+    DeadlineDue,
+    Next,
+    Retry,
+    Rollback,
+    Skip,
+    Start,
+    UpdateState,
+    Validate,
+)
+from .context import HookContext
+from .definition import Branch, Operation, Step, Transition, Workflow
+from .errors import (
+    Cancelled,
+    DefinitionError,
+    MigrationRequired,
+    OperationBlockedError,
+    OperationInterruptedError,
+    OperationTimeoutError,
+    StaleOperation,
+    WorkflowError,
+)
+from .machine import Env
+from .outcome import (
+    EVENT_TYPES,
+    ClearDeadline,
+    Effect,
+    Event,
+    Outcome,
+    RunAttempt,
+    SetDeadline,
+    StopAttempt,
+    changed_nodes,
+)
+from .schema import FieldError, validate_state
+from .snapshot import (
+    BranchSnapshot,
+    ErrorInfo,
+    OperationSnapshot,
+    Progress,
+    RollbackItem,
+    RollbackPlan,
+    WorkflowSnapshot,
+    from_json,
+    to_json,
+)
+
+__all__ = [
+    "COMMANDS", "EVENT_TYPES", "AttemptFinished", "AttemptInterrupted", "AttemptOutcome",
+    "AttemptSink", "AttemptStarted", "Back", "Branch", "BranchSnapshot", "Cancel", "Cancelled",
+    "ClearDeadline", "Command", "DeadlineDue", "DefinitionError", "Effect", "Env", "ErrorInfo",
+    "Event", "FieldError", "HookContext", "InvalidState", "Machine", "MigrationRequired", "Next",
+    "Operation", "OperationBlockedError", "OperationContext", "OperationInterruptedError",
+    "OperationSnapshot", "OperationTimeoutError", "Outcome", "Progress", "Retry", "Rollback",
+    "RollbackItem", "RollbackPlan", "RunAttempt", "SetDeadline", "Skip", "StaleOperation",
+    "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate", "Work", "Workflow",
+    "WorkflowError", "WorkflowSnapshot", "apply", "changed_nodes", "definitions_of", "deliver",
+    "execute", "find_work", "from_json", "load", "new_instance", "to_json", "validate_state",
+]

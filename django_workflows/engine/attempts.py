@@ -1,0 +1,325 @@
+"""Running background work: what a token names, and running it in a worker.
+
+This is the worker's side. It runs user code without any lock and reports an
+:class:`AttemptOutcome`; the engine decides, under the lock, whether the
+result still counts. Progress and log lines go to an :class:`AttemptSink`,
+coalesced, so a busy operation writes at most once per ``flush_interval``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .commands import AttemptOutcome
+from .context import HookContext, resolve
+from .definition import Branch, Operation, Step, Workflow, format_seconds
+from .errors import (
+    Cancelled,
+    OperationBlockedError,
+    OperationTimeoutError,
+    StaleOperation,
+    error_message,
+    error_name,
+)
+from .snapshot import ErrorInfo, OperationSnapshot, Progress, RollbackItem, WorkflowSnapshot
+from .stepwork import MAX_LOGS
+
+FLUSH_LINES = 50
+
+
+class AttemptSink(Protocol):
+    """Where a running attempt reports, and how it learns it should stop."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def stop_reason(self) -> str | None: ...
+
+    def report(self, *, status: str | None, progress: Progress | None,
+               logs: list[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Work:
+    """The background work a token names, found in an instance's snapshot."""
+
+    kind: Literal["operation", "branch", "compensation"]
+    token: str
+    definition: Workflow
+    snapshot: WorkflowSnapshot  # the instance the work belongs to
+    attempt: int = 1
+    operation: Operation | None = None
+    branch: Branch | None = None
+    item: RollbackItem | None = None
+
+    @property
+    def timeout(self) -> float | None:
+        return self.operation.timeout if self.kind == "operation" and self.operation else None
+
+
+def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: str
+              ) -> Work | None:
+    """The work ``token`` names in the tree rooted at ``root``; None when it is stale."""
+    node: WorkflowSnapshot | None = root
+    while node is not None:
+        definition = definitions[node.id]
+        for op in node.operations:
+            if op.token == token and op.status in ("queued", "running", "retrying"):
+                found = definition.find_operation(op.id)
+                return Work("operation", token, definition, node, op.attempt, operation=found) \
+                    if found else None
+        for entry in node.parallel:
+            if entry.token == token and entry.status == "running":
+                step = definition.steps_by_id.get(entry.step)
+                branch = next((b for b in step.parallel if b.id == entry.id), None) \
+                    if step else None
+                return Work("branch", token, definition, node, branch=branch) if branch else None
+        if node.rollback is not None:
+            for item in node.rollback.items:
+                if item.token == token and item.status == "running":
+                    return Work("compensation", token, definition, node, item=item)
+        node = node.nested
+    return None
+
+
+class OperationContext(HookContext):
+    """What ``Operation.run(ctx)`` receives: progress, logs, children, blocking."""
+
+    def __init__(self, *, sink: AttemptSink, attempt: int, snapshot: WorkflowSnapshot,
+                 workflow: str, step: str | None, user: Any = None,
+                 deadline: float | None = None, timeout: float | None = None,
+                 flush_interval: float = 1.0, parent: OperationContext | None = None) -> None:
+        super().__init__(state=snapshot.state, instance_id=snapshot.id, workflow=workflow,
+                         step=step, user=user, stop_reason=self._reason)
+        self._parent = parent
+        self.attempt = attempt
+        self.children: list[OperationSnapshot] = []
+        self.last_progress: Progress | None = None
+        self.logs: list[str] = []
+        self._snapshot = snapshot
+        self._sink = sink
+        self._deadline = deadline
+        self._timeout = timeout
+        self._flush_interval = flush_interval
+        self._unflushed: list[str] = []
+        self._progress_dirty = False
+        self._status: str | None = None
+        self._last_flush = sink.now()
+        self._closed = False
+
+    def _reason(self) -> str | None:
+        if self._deadline is not None and self._sink.now() >= self._deadline:
+            return f"Operation timed out after {format_seconds(self._timeout or 0)}"
+        return self._parent._reason() if self._parent else self._sink.stop_reason()
+
+    def check_cancelled(self) -> None:
+        reason = self._reason()
+        if reason is not None and reason.startswith("Operation timed out"):
+            raise OperationTimeoutError(reason)
+        super().check_cancelled()
+
+    # -- reporting ----------------------------------------------------------
+
+    def progress(self, current: float, total: float | None = None,
+                 message: str | None = None) -> None:
+        if self._closed:
+            return  # a finished attempt reports nothing more
+        self.last_progress = Progress(current, total, message)
+        self._progress_dirty = True
+        self._flush()
+
+    def log(self, line: str) -> None:
+        if self._closed:
+            return
+        self.logs.append(str(line))
+        del self.logs[:-MAX_LOGS]
+        self._unflushed.append(str(line))
+        self._flush(force=len(self._unflushed) >= FLUSH_LINES)
+
+    def _flush(self, force: bool = False) -> None:
+        if not (force or self._sink.now() - self._last_flush >= self._flush_interval):
+            return
+        if self._unflushed or self._progress_dirty or self._status:
+            self._sink.report(status=self._status,
+                              progress=self.last_progress if self._progress_dirty else None,
+                              logs=self._unflushed)
+        self._unflushed = []
+        self._progress_dirty = False
+        self._status = None
+        self._last_flush = self._sink.now()
+
+    def close(self) -> None:
+        """Flush what is left and fence the context: later calls report nothing."""
+        if not self._closed:
+            self._flush(force=True)
+            self._closed = True
+
+    # -- control ------------------------------------------------------------
+
+    def block(self, message: str) -> None:
+        """Stop: the workflow is ``blocked`` with ``message`` until the state changes."""
+        raise OperationBlockedError(message)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait, but stop at once (raising) when the work is told to stop."""
+        end = self._sink.now() + seconds
+        while (left := end - self._sink.now()) > 0:
+            self.check_cancelled()
+            self._sink.sleep(min(left, 0.2))
+        self.check_cancelled()
+
+    def wait_for(self, awaitable: Any) -> Any:
+        """Wait for a callable or awaitable with the operation shown as ``waiting``."""
+        if self._closed:
+            raise StaleOperation()
+        self._status = "waiting"
+        self._flush(force=True)
+        try:
+            return resolve(awaitable() if callable(awaitable) else awaitable)
+        finally:
+            self._status = "running"
+            self._flush(force=True)
+
+    def run_child(self, operation: Operation) -> Any:
+        """Run another operation, with its own retries, as part of this attempt."""
+        if self._closed:
+            raise StaleOperation()
+        snapshot = OperationSnapshot(id=operation.id, step=self.step or "",
+                                     title=operation.title or operation.id,
+                                     description=operation.description,
+                                     metadata=dict(operation.metadata))
+        last_error: BaseException | None = None
+        for attempt in range(1, operation.max_attempts + 1):
+            self.check_cancelled()
+            if attempt > 1:
+                self.sleep(operation.delay_before(attempt))
+            now = self._sink.now()
+            child = OperationContext(
+                sink=self._sink, attempt=attempt, snapshot=self._snapshot,
+                workflow=self.workflow, step=self.step, user=self.user,
+                deadline=now + operation.timeout if operation.timeout else None,
+                timeout=operation.timeout, flush_interval=self._flush_interval, parent=self)
+            try:
+                value = run_user_code(operation.run, child)
+            except (OperationBlockedError, Cancelled):
+                child.close()
+                raise
+            except Exception as error:
+                child.close()
+                last_error = error
+                if self._reason() is not None:
+                    self.check_cancelled()
+                continue
+            child.close()
+            self.children.append(OperationSnapshot(
+                id=operation.id, step=snapshot.step, title=snapshot.title,
+                description=snapshot.description, status="succeeded", attempt=attempt,
+                progress=child.last_progress, started_at=now, completed_at=self._sink.now(),
+                result=value, children=tuple(child.children), metadata=snapshot.metadata,
+                logs=tuple(child.logs)))
+            return value
+        assert last_error is not None
+        raise last_error
+
+
+def run_user_code(run: Callable[..., Any], ctx: OperationContext, *args: Any) -> Any:
+    """Call ``run`` and return its JSON result; a late finish past the deadline times out."""
+    value = resolve(run(*args, ctx))
+    ctx.check_cancelled()  # finished, but after it was told to stop: the result does not count
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"Operation result is not JSON serialisable: {error}") from None
+
+
+def _failure(error: BaseException) -> ErrorInfo:
+    return ErrorInfo(error_name(error), error_message(error))
+
+
+def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: float = 1.0
+            ) -> AttemptOutcome:
+    """Run the work of one attempt and say how it ended. Never raises for user errors."""
+    snapshot = work.snapshot
+    if work.kind == "operation":
+        assert work.operation is not None
+        operation = work.operation
+        current = snapshot.operation(operation.id)
+        now = sink.now()
+        ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
+                               workflow=work.definition.id,
+                               step=current.step if current else None, user=user,
+                               deadline=now + operation.timeout if operation.timeout else None,
+                               timeout=operation.timeout, flush_interval=flush_interval)
+        try:
+            value = run_user_code(operation.run, ctx)
+        except Exception as error:
+            ctx.close()
+            return AttemptOutcome(ok=False, error=_failure(error), logs=tuple(ctx.logs),
+                                  progress=ctx.last_progress)
+        ctx.close()
+        return AttemptOutcome(ok=True, value=value, children=tuple(ctx.children),
+                              logs=tuple(ctx.logs), progress=ctx.last_progress)
+    if work.kind == "branch":
+        assert work.branch is not None
+        entry = next(b for b in snapshot.parallel if b.token == work.token)
+        hook_ctx = HookContext(state=snapshot.state, instance_id=snapshot.id,
+                               workflow=work.definition.id, step=entry.step, user=user,
+                               stop_reason=sink.stop_reason)
+        return _call(work.branch.run, hook_ctx)
+    assert work.item is not None
+    return _compensate(work, sink, user, flush_interval)
+
+
+def _call(hook: Callable[..., Any], *args: Any) -> AttemptOutcome:
+    try:
+        resolve(hook(*args))
+    except Exception as error:
+        return AttemptOutcome(ok=False, error=_failure(error))
+    return AttemptOutcome(ok=True)
+
+
+def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
+                ) -> AttemptOutcome:
+    item = work.item
+    assert item is not None
+    definition, snapshot = work.definition, work.snapshot
+    hook_ctx = HookContext(state=snapshot.state, instance_id=snapshot.id,
+                           workflow=definition.id, step=item.step, user=user,
+                           stop_reason=sink.stop_reason)
+    if item.kind == "branch":
+        step: Step = definition.step(item.step or "")
+        branch = next((b for b in step.parallel if b.id == item.target), None)
+        if branch is None or branch.compensate is None:
+            return AttemptOutcome(ok=True)
+        return _call(branch.compensate, hook_ctx)
+    if item.kind == "step":
+        step = definition.step(item.target)
+        return _call(step.compensate, hook_ctx) if step.compensate else AttemptOutcome(ok=True)
+    # An operation (or a child of one): rollback(last result, ctx).
+    found = _operation_snapshot(snapshot, item)
+    operation = definition.find_operation(item.target)
+    if operation is None or operation.rollback is None:
+        return AttemptOutcome(ok=True)
+    ctx = OperationContext(sink=sink, attempt=found.attempt if found else 0, snapshot=snapshot,
+                           workflow=definition.id, step=item.step, user=user,
+                           flush_interval=flush_interval)
+    outcome = _call(operation.rollback, found.result if found else None, ctx)
+    ctx.close()
+    return outcome
+
+
+def _operation_snapshot(snapshot: WorkflowSnapshot, item: RollbackItem
+                        ) -> OperationSnapshot | None:
+    ids = (*item.path, item.target)
+    candidates = snapshot.operations
+    found = None
+    for operation_id in ids:
+        found = next((op for op in candidates if op.id == operation_id), None)
+        if found is None:
+            return None
+        candidates = found.children
+    return found

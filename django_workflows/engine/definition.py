@@ -1,0 +1,305 @@
+"""The public definition API: Workflow, Step, Transition, Operation, Branch.
+
+Definitions are frozen and checked when they are constructed, so a broken one
+fails at import time with the offending id in the message.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Literal
+
+from .errors import DefinitionError
+
+Hook = Callable[..., Any]
+Seconds = float | int | timedelta
+Advance = Literal["manual", "auto"]
+
+
+def to_seconds(value: Seconds | None, *, what: str) -> float | None:
+    """A number of seconds or a timedelta as float seconds; None and 0 mean "no limit"."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DefinitionError(f"{what} must be a number of seconds or a timedelta, not {value!r}")
+    if value < 0:
+        raise DefinitionError(f"{what} must not be negative, got {value!r}")
+    return float(value) if value > 0 else None
+
+
+def format_seconds(value: float) -> str:
+    """``60.0`` -> ``60s``, ``1.5`` -> ``1.5s``, as the timeout messages print them."""
+    return f"{value:g}s"
+
+
+def _check_callable(value: Any, what: str) -> None:
+    if value is not None and not callable(value):
+        raise DefinitionError(f"{what} must be callable, not {value!r}")
+
+
+def _check_id(value: Any, what: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise DefinitionError(f"{what} id must be a non-empty string, not {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Operation:
+    """Long, retryable work run by a worker.
+
+    ``retries`` counts extra attempts (``retries=3``: at most 4 attempts). The
+    delay before attempt ``n + 1`` is ``retry_delay * backoff ** (n - 1)``,
+    capped at ``max_retry_delay``.
+    """
+
+    id: str
+    run: Hook = field(kw_only=True)
+    title: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    metadata: Mapping[str, Any] = field(default_factory=dict, kw_only=True)
+    retries: int = field(default=0, kw_only=True)
+    retry_delay: Seconds | None = field(default=None, kw_only=True)
+    backoff: float = field(default=1.0, kw_only=True)
+    max_retry_delay: Seconds | None = field(default=None, kw_only=True)
+    timeout: Seconds | None = field(default=None, kw_only=True)
+    rollback: Hook | None = field(default=None, kw_only=True)
+    # Operations that ``run`` starts with ``ctx.run_child``; declaring them lets
+    # a rollback in another process find their ``rollback``.
+    children: Sequence[Operation] = field(default=(), kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "Operation")
+        what = f'Operation "{self.id}"'
+        if not callable(self.run):
+            raise DefinitionError(f"{what}: run must be callable, not {self.run!r}")
+        _check_callable(self.rollback, f"{what}: rollback")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int):
+            raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
+        if not isinstance(self.backoff, int | float) or self.backoff < 1:
+            raise DefinitionError(f"{what}: backoff must be a number >= 1, not {self.backoff!r}")
+        set_ = object.__setattr__
+        set_(self, "retries", max(self.retries, 0))  # negative means none, as the original
+        set_(self, "retry_delay", to_seconds(self.retry_delay, what=f"{what}: retry_delay"))
+        set_(self, "max_retry_delay",
+             to_seconds(self.max_retry_delay, what=f"{what}: max_retry_delay"))
+        set_(self, "timeout", to_seconds(self.timeout, what=f"{what}: timeout"))
+        set_(self, "metadata", dict(self.metadata or {}))
+        set_(self, "children", tuple(self.children))
+        set_(self, "title", self.title or self.id)
+
+    @property
+    def max_attempts(self) -> int:
+        return self.retries + 1
+
+    def delay_before(self, attempt: int) -> float:
+        """Seconds to wait before ``attempt`` (2 for the first retry)."""
+        if not self.retry_delay or attempt < 2:
+            return 0.0
+        delay = self.retry_delay * self.backoff ** (attempt - 2)
+        return min(delay, self.max_retry_delay) if self.max_retry_delay else delay
+
+    def find_child(self, operation_id: str) -> Operation | None:
+        for child in self.children:
+            if child.id == operation_id:
+                return child
+            found = child.find_child(operation_id)
+            if found:
+                return found
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Branch:
+    """One branch of a parallel step; branches of a step run concurrently."""
+
+    id: str
+    run: Hook = field(kw_only=True)
+    compensate: Hook | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "Branch")
+        if not callable(self.run):
+            raise DefinitionError(f'Branch "{self.id}": run must be callable, not {self.run!r}')
+        _check_callable(self.compensate, f'Branch "{self.id}": compensate')
+
+
+@dataclass(frozen=True, eq=False)
+class Step:
+    """A step of a workflow. ``advance="auto"`` moves on once its work succeeded."""
+
+    id: str
+    title: str | None = field(default=None, kw_only=True)
+    enter: Hook | None = field(default=None, kw_only=True)
+    leave: Hook | None = field(default=None, kw_only=True)
+    validate: Hook | None = field(default=None, kw_only=True)
+    when: Hook | None = field(default=None, kw_only=True)
+    compensate: Hook | None = field(default=None, kw_only=True)
+    timeout: Seconds | None = field(default=None, kw_only=True)
+    operations: Sequence[Operation] = field(default=(), kw_only=True)
+    parallel: Sequence[Branch | Hook] = field(default=(), kw_only=True)
+    nested: Workflow | str | None = field(default=None, kw_only=True)
+    advance: Advance = field(default="manual", kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "Step")
+        what = f'Step "{self.id}"'
+        for name in ("enter", "leave", "validate", "when", "compensate"):
+            _check_callable(getattr(self, name), f"{what}: {name}")
+        if self.advance not in ("manual", "auto"):
+            raise DefinitionError(
+                f'{what}: advance must be "manual" or "auto", not {self.advance!r}')
+        if self.nested is not None and not isinstance(self.nested, Workflow | str):
+            raise DefinitionError(f"{what}: nested must be a Workflow or a workflow id")
+        operations = tuple(self.operations)
+        for operation in operations:
+            if not isinstance(operation, Operation):
+                raise DefinitionError(f"{what}: operations must be Operation objects, "
+                                      f"not {operation!r}")
+        branches = []
+        for index, branch in enumerate(self.parallel):
+            if isinstance(branch, Branch):
+                branches.append(branch)
+            elif callable(branch):  # a bare callable, as the original allows
+                branches.append(Branch(f"{self.id}:{index}", run=branch))
+            else:
+                raise DefinitionError(f"{what}: parallel items must be Branch objects or "
+                                      f"callables, not {branch!r}")
+        _unique((b.id for b in branches), f"{what}: branch")
+        set_ = object.__setattr__
+        set_(self, "operations", operations)
+        set_(self, "parallel", tuple(branches))
+        set_(self, "timeout", to_seconds(self.timeout, what=f"{what}: timeout"))
+        set_(self, "title", self.title or self.id)
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.operations or self.parallel)
+
+
+@dataclass(frozen=True, eq=False)
+class Transition:
+    """``source -> target``; the first transition whose ``when`` holds is taken."""
+
+    source: str
+    target: str
+    when: Hook | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        _check_id(self.source, "Transition source")
+        _check_id(self.target, "Transition target")
+        _check_callable(self.when, f'Transition "{self.source}" -> "{self.target}": when')
+
+
+@dataclass(frozen=True, eq=False)
+class Workflow:
+    """A workflow definition. Instances of it live in the database."""
+
+    id: str
+    version: int = field(default=1, kw_only=True)
+    title: str | None = field(default=None, kw_only=True)
+    steps: Sequence[Step] = field(default=(), kw_only=True)
+    transitions: Sequence[Transition] = field(default=(), kw_only=True)
+    initial: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = field(
+        default=None, kw_only=True)
+    state_schema: Any = field(default=None, kw_only=True)
+    migrate: Callable[[dict[str, Any]], dict[str, Any] | None] | None = field(
+        default=None, kw_only=True)
+    exit_guard: Hook | None = field(default=None, kw_only=True)
+    analytics: Callable[[Any], Any] | None = field(default=None, kw_only=True)
+    on_observer_error: Callable[[BaseException], Any] | None = field(default=None, kw_only=True)
+    # permission(user, instance, action) -> bool: an extra rule of this definition
+    # on top of the app's access rules (owner, model permissions, superuser).
+    permission: Callable[[Any, Any, str], bool] | None = field(default=None, kw_only=True)
+    # Filled in by __post_init__ for fast lookups.
+    steps_by_id: Mapping[str, Step] = field(init=False, repr=False)
+    operations_by_id: Mapping[str, Operation] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _check_id(self.id, "Workflow")
+        what = f'Workflow "{self.id}"'
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+            raise DefinitionError(f"{what}: version must be a positive int, not {self.version!r}")
+        steps = tuple(self.steps)
+        for step in steps:
+            if not isinstance(step, Step):
+                raise DefinitionError(f"{what}: steps must be Step objects, not {step!r}")
+        _unique((s.id for s in steps), f"{what}: step")
+        steps_by_id = {step.id: step for step in steps}
+        transitions = tuple(self.transitions)
+        for transition in transitions:
+            if not isinstance(transition, Transition):
+                raise DefinitionError(f"{what}: transitions must be Transition objects, "
+                                      f"not {transition!r}")
+            for end in (transition.source, transition.target):
+                if end not in steps_by_id:
+                    raise DefinitionError(
+                        f'{what}: transition "{transition.source}" -> "{transition.target}" '
+                        f'names unknown step "{end}"')
+        operations: dict[str, Operation] = {}
+        for step in steps:
+            for operation in step.operations:
+                if operation.id in operations:
+                    raise DefinitionError(
+                        f'{what}: step "{step.id}": duplicate operation id "{operation.id}"')
+                operations[operation.id] = operation
+        for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
+            _check_callable(getattr(self, name), f"{what}: {name}")
+        if self.initial is not None and not callable(self.initial) and not isinstance(
+                self.initial, Mapping):
+            raise DefinitionError(f"{what}: initial must be a dict or a callable returning one")
+        set_ = object.__setattr__
+        set_(self, "steps", steps)
+        set_(self, "transitions", transitions)
+        set_(self, "steps_by_id", steps_by_id)
+        set_(self, "operations_by_id", operations)
+        set_(self, "title", self.title or self.id)
+        if self.state_schema is not None:
+            from .schema import check_schema  # jsonschema is imported only when used
+
+            check_schema(self.state_schema, what)
+
+    def __repr__(self) -> str:
+        return f"<Workflow {self.id!r} v{self.version}>"
+
+    @property
+    def first_step(self) -> Step | None:
+        return self.steps[0] if self.steps else None
+
+    def step(self, step_id: str) -> Step:
+        try:
+            return self.steps_by_id[step_id]
+        except KeyError:
+            raise DefinitionError(f'Unknown workflow step "{step_id}"') from None
+
+    def transitions_from(self, step_id: str) -> Iterable[Transition]:
+        return (t for t in self.transitions if t.source == step_id)
+
+    def initial_state(self) -> dict[str, Any]:
+        """A fresh initial state: a factory is called, a plain value deep-copied."""
+        if self.initial is None:
+            return {}
+        value = self.initial() if callable(self.initial) else copy.deepcopy(self.initial)
+        return dict(value)
+
+    def find_operation(self, operation_id: str) -> Operation | None:
+        """An operation of any step, or a declared child of one."""
+        found = self.operations_by_id.get(operation_id)
+        if found:
+            return found
+        for operation in self.operations_by_id.values():
+            found = operation.find_child(operation_id)
+            if found:
+                return found
+        return None
+
+
+def _unique(ids: Iterable[str], what: str) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            raise DefinitionError(f'{what} id "{item}" is used twice')
+        seen.add(item)

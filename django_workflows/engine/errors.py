@@ -1,0 +1,56 @@
+"""Errors of the engine. Each carries a message a user can act on."""
+
+from __future__ import annotations
+
+
+class WorkflowError(Exception):
+    """Base class of every error raised by django-workflows."""
+
+
+class DefinitionError(WorkflowError):
+    """A workflow definition is broken (raised when it is constructed)."""
+
+
+class MigrationRequired(WorkflowError):
+    """An instance saved under an older version has no migration to the current one."""
+
+
+class OperationBlockedError(WorkflowError):
+    """Raised by ``ctx.block(message)``: the operation cannot go on without outside help."""
+
+
+class OperationTimeoutError(WorkflowError):
+    """An operation attempt outlived its ``timeout``."""
+
+
+class OperationInterruptedError(WorkflowError):
+    """The worker running an attempt stopped sending heartbeats."""
+
+
+class Cancelled(WorkflowError):
+    """Raised by ``check_cancelled()`` once the work should stop.
+
+    The message says why: ``Cancelled`` for a cancelled workflow, or the
+    timeout message when the step or the attempt timed out.
+    """
+
+    def __init__(self, reason: str = "Cancelled") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class StaleOperation(WorkflowError):
+    """Raised by ``ctx.run_child`` from an attempt that already ended."""
+
+    def __init__(self) -> None:
+        super().__init__("Stale operation")
+
+
+def error_name(error: BaseException) -> str:
+    return type(error).__name__
+
+
+def error_message(error: BaseException) -> str:
+    """The message of an exception, or its class name when it has none."""
+    text = str(error)
+    return text if text else type(error).__name__

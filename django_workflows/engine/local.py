@@ -1,0 +1,287 @@
+"""An in-process executor: instances in memory, effects carried out at once.
+
+It runs a whole workflow (operations, retries, branches, nested children,
+timeouts with a fake clock, rollback) inside a unit test, with no database
+and no worker. With ``autorun=False`` attempts wait in :attr:`pending` until
+the test claims and runs them, which is how late results and timeouts are
+tested.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .apply import apply, definitions_of, deliver, new_instance
+from .attempts import execute, find_work
+from .commands import (
+    AttemptFinished,
+    AttemptInterrupted,
+    AttemptOutcome,
+    AttemptStarted,
+    Back,
+    Cancel,
+    Command,
+    DeadlineDue,
+    Next,
+    Retry,
+    Rollback,
+    Skip,
+    Start,
+    UpdateState,
+    Validate,
+)
+from .definition import Workflow
+from .machine import Env
+from .outcome import ClearDeadline, Event, Outcome, RunAttempt, SetDeadline, StopAttempt
+from .snapshot import Progress, WorkflowSnapshot
+
+
+class FakeClock:
+    """A clock that moves only when told to (``sleep`` moves it too)."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.time = start
+
+    def now(self) -> float:
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        self.time += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+
+class RealClock:
+    def now(self) -> float:
+        return time.time()
+
+    def advance(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+@dataclass
+class LiveAttempt:
+    """What a claimed attempt reported so far (as a worker's heartbeat row would hold)."""
+
+    run: RunAttempt
+    work: Any = None  # what the token names, loaded when it was claimed
+    status: str = "running"
+    progress: Progress | None = None
+    logs: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+
+
+class _Sink:
+    def __init__(self, executor: LocalExecutor, live: LiveAttempt) -> None:
+        self.executor = executor
+        self.live = live
+
+    def now(self) -> float:
+        return self.executor.clock.now()
+
+    def sleep(self, seconds: float) -> None:
+        self.executor.clock.sleep(seconds)
+
+    def stop_reason(self) -> str | None:
+        return self.live.stop_reason
+
+    def report(self, *, status: str | None, progress: Progress | None,
+               logs: list[str]) -> None:
+        if status:
+            self.live.status = status
+        if progress:
+            self.live.progress = progress
+        self.live.logs.extend(logs)
+
+
+class LocalExecutor:
+    """Instances of some workflows, kept in memory and driven by commands."""
+
+    def __init__(self, *definitions: Workflow, clock: Any = None, autorun: bool = True,
+                 user: Any = None, call: Callable[..., Any] | None = None,
+                 observers: tuple[Callable[[Event], Any], ...] = ()) -> None:
+        self.definitions = {d.id: d for d in definitions}
+        self.clock = clock or FakeClock()
+        self.autorun = autorun
+        self.user = user
+        self.call = call
+        self.observers = observers
+        self.roots: dict[str, WorkflowSnapshot] = {}  # root id -> tree
+        self.root_of: dict[str, str] = {}  # any instance id -> its root id
+        self.events: list[Event] = []
+        self.pending: list[RunAttempt] = []  # attempts not yet claimed
+        self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
+        self.deadlines: dict[str, SetDeadline] = {}
+        self.observer_errors: list[BaseException] = []
+        self._busy = False  # work runs only from the outermost command
+
+    # -- instances ----------------------------------------------------------
+
+    def env(self) -> Env:
+        extra = {"call": self.call} if self.call else {}
+        return Env(now=self.clock.now(), user=self.user, resolve=self.definitions.__getitem__,
+                   **extra)
+
+    def create(self, workflow: str | Workflow, state: Mapping[str, Any] | None = None) -> str:
+        definition = workflow if isinstance(workflow, Workflow) else self.definitions[workflow]
+        self.definitions.setdefault(definition.id, definition)
+        snapshot = new_instance(definition, self.env(), state)
+        self.roots[snapshot.id] = snapshot
+        self.root_of[snapshot.id] = snapshot.id
+        return snapshot.id
+
+    def snapshot(self, instance_id: str) -> WorkflowSnapshot:
+        root = self.roots[self.root_of[instance_id]]
+        found = root.find_child(instance_id)
+        if found is None:
+            raise KeyError(f"Instance {instance_id} is no longer part of its workflow")
+        return found
+
+    def events_of(self, instance_id: str) -> list[Event]:
+        return [e for e in self.events if e.instance_id == instance_id]
+
+    # -- commands -----------------------------------------------------------
+
+    def command(self, instance_id: str, command: Command) -> Outcome:
+        root_id = self.root_of[instance_id]
+        root = self.roots[root_id]
+        definition = self.definitions[root.workflow]
+        outcome = apply(definition, root, command, self.env(), target=instance_id)
+        self.roots[root_id] = outcome.snapshot
+        node: WorkflowSnapshot | None = outcome.snapshot
+        while node is not None:
+            self.root_of[node.id] = root_id
+            node = node.nested
+        self.events.extend(outcome.events)
+        by_id = definitions_of(definition, outcome.snapshot, self.definitions.__getitem__)
+        for event in outcome.events:
+            event_definition = by_id.get(event.instance_id, definition)
+            self.observer_errors += deliver(event_definition, [event], self.observers)
+        for effect in outcome.effects:
+            self.carry_out(effect)
+        if self.autorun and not self._busy:
+            self.run_pending()
+        return outcome
+
+    def start(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Start())
+
+    def next(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Next())
+
+    def back(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Back())
+
+    def skip(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Skip())
+
+    def validate(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Validate())
+
+    def retry(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Retry())
+
+    def cancel(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Cancel())
+
+    def rollback(self, instance_id: str) -> Outcome:
+        return self.command(instance_id, Rollback())
+
+    def update_state(self, instance_id: str, value: Any) -> Outcome:
+        return self.command(instance_id, UpdateState(value))
+
+    # -- effects ------------------------------------------------------------
+
+    def carry_out(self, effect: Any) -> None:
+        if isinstance(effect, RunAttempt):
+            self.pending.append(effect)
+        elif isinstance(effect, StopAttempt):
+            self.pending = [p for p in self.pending if p.token != effect.token]
+            if effect.token in self.live:
+                self.live[effect.token].stop_reason = effect.reason
+        elif isinstance(effect, SetDeadline):
+            self.deadlines[effect.token + effect.kind] = effect
+        elif isinstance(effect, ClearDeadline):
+            self.deadlines = {k: d for k, d in self.deadlines.items() if d.token != effect.token}
+
+    def claim(self, token: str | None = None) -> str | None:
+        """Claim a pending attempt (the oldest, or ``token``); None if it was refused."""
+        run = next((p for p in self.pending if token is None or p.token == token), None)
+        if run is None:
+            return None
+        self.pending.remove(run)
+        outcome = self.command(run.instance_id, AttemptStarted(run.token))
+        if not outcome.moved:
+            return None
+        root = self.roots[self.root_of[run.instance_id]]
+        definitions = definitions_of(self.definitions[root.workflow], root,
+                                     self.definitions.__getitem__)
+        self.live[run.token] = LiveAttempt(run, work=find_work(definitions, root, run.token))
+        return run.token
+
+    def finish(self, token: str, flush_interval: float = 0.0) -> Outcome:
+        """Run a claimed attempt's user code and report how it ended."""
+        live = self.live[token]
+        if live.work is None:
+            outcome = AttemptOutcome(ok=False)
+        else:
+            outcome = execute(live.work, _Sink(self, live), user=self.user,
+                              flush_interval=flush_interval)
+        del self.live[token]
+        return self.command(live.run.instance_id, AttemptFinished(token, outcome))
+
+    def interrupt(self, token: str) -> Outcome:
+        """As if the attempt's worker died: its heartbeat expired."""
+        live = self.live.pop(token)
+        return self.command(live.run.instance_id, AttemptInterrupted(token))
+
+    def run_pending(self) -> None:
+        """Claim and run every pending attempt, and what they lead to."""
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            while self.pending:
+                token = self.claim()
+                if token is not None:
+                    self.finish(token)
+        finally:
+            self._busy = False
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, firing each deadline when it falls due."""
+        end = self.clock.now() + seconds
+        while True:
+            due = sorted((d for d in self.deadlines.values() if d.at <= end), key=lambda d: d.at)
+            if not due:
+                break
+            deadline = due[0]
+            if deadline.at > self.clock.now():
+                self.clock.advance(deadline.at - self.clock.now())
+            del self.deadlines[deadline.token + deadline.kind]
+            self.fire(deadline)
+        if end > self.clock.now():
+            self.clock.advance(end - self.clock.now())
+
+    def fire(self, deadline: SetDeadline) -> Outcome:
+        return self.command(deadline.instance_id,
+                            DeadlineDue(deadline.kind, deadline.token))  # type: ignore[arg-type]
+
+    def run_until_settled(self, max_seconds: float = 24 * 3600) -> None:
+        """Run work and fire deadlines until nothing is left to do (or time is up)."""
+        end = self.clock.now() + max_seconds
+        while True:
+            self.run_pending()
+            if not self.deadlines:
+                return
+            first = min(d.at for d in self.deadlines.values())
+            if first > end:
+                return
+            self.advance(max(first - self.clock.now(), 0))

@@ -1,0 +1,108 @@
+"""What a command returns: the new snapshot, its events, and effects as data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .schema import FieldError
+from .snapshot import WorkflowSnapshot
+
+EVENT_TYPES = (
+    "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
+    "cancel", "rollback", "compensate", "complete", "error", "state-update",
+    "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
+    "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
+)
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    instance_id: str
+    step: str | None = None
+    error: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    at: float = 0.0
+
+
+AttemptKind = Literal["operation", "branch", "compensation"]
+
+
+@dataclass(frozen=True)
+class RunAttempt:
+    """Run the work that ``token`` names (an operation attempt, a branch, a compensation)."""
+
+    instance_id: str
+    token: str
+    kind: AttemptKind
+    target: str
+    attempt: int = 1
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class StopAttempt:
+    """Tell the worker running ``token`` to stop; its result will be discarded."""
+
+    instance_id: str
+    token: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SetDeadline:
+    instance_id: str
+    kind: str
+    token: str
+    at: float
+
+
+@dataclass(frozen=True)
+class ClearDeadline:
+    instance_id: str
+    token: str
+
+
+Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result of one command.
+
+    ``moved`` is False when a rule refused the command (``code`` and
+    ``message`` say why); the snapshot may still have changed, as a ``next``
+    refused by validation stores the errors. ``error`` is set when a hook
+    raised: the failure is recorded in the snapshot.
+    """
+
+    snapshot: WorkflowSnapshot
+    events: tuple[Event, ...] = ()
+    effects: tuple[Effect, ...] = ()
+    moved: bool = True
+    code: str | None = None
+    message: str | None = None
+    error: str | None = None
+    field_errors: tuple[FieldError, ...] = ()
+
+
+def changed_nodes(before: WorkflowSnapshot | None,
+                  after: WorkflowSnapshot) -> list[WorkflowSnapshot]:
+    """The snapshots of the tree (an instance and its nested children) that changed."""
+    def own(node: WorkflowSnapshot) -> tuple[WorkflowSnapshot, str | None]:
+        return replace(node, nested=None), node.nested.id if node.nested else None
+
+    old = {}
+    node = before
+    while node is not None:
+        old[node.id] = own(node)
+        node = node.nested
+    changed = []
+    node = after
+    while node is not None:
+        if old.get(node.id) != own(node):
+            changed.append(node)
+        node = node.nested
+    return changed

@@ -1,0 +1,76 @@
+"""State schemas: a JSON Schema (checked with jsonschema) or a pydantic model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DefinitionError
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with a state: ``field`` is a dotted path ("" for the whole state)."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+def _is_pydantic_model(schema: Any) -> bool:
+    return isinstance(schema, type) and hasattr(schema, "model_validate")
+
+
+def check_schema(schema: Any, what: str) -> None:
+    """Raise DefinitionError when ``schema`` is neither a valid JSON Schema nor a model."""
+    if _is_pydantic_model(schema):
+        return
+    if not isinstance(schema, dict):
+        raise DefinitionError(f"{what}: state_schema must be a JSON Schema dict or a pydantic "
+                              f"model, not {schema!r}")
+    import jsonschema
+
+    validator = jsonschema.validators.validator_for(schema)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise DefinitionError(f"{what}: state_schema is not a valid JSON Schema: "
+                              f"{error.message}") from None
+
+
+def _dotted(path: Any) -> str:
+    return ".".join(str(part) for part in path)
+
+
+def validate_state(schema: Any, state: Any) -> list[FieldError]:
+    """Every problem of ``state`` against ``schema``, each naming its field."""
+    if schema is None:
+        return []
+    if _is_pydantic_model(schema):
+        from pydantic import ValidationError
+
+        try:
+            schema.model_validate(state)
+        except ValidationError as error:
+            return [FieldError(_dotted(e["loc"]), e["msg"]) for e in error.errors()]
+        return []
+    import jsonschema
+
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(state), key=lambda e: list(map(str, e.absolute_path)))
+    found: dict[FieldError, None] = {}  # ordered and without repeats
+    for error in errors:
+        field = _dotted(error.absolute_path)
+        if error.validator == "required" and isinstance(error.validator_value, list):
+            # "required" is reported on the parent object; name the missing field instead.
+            missing = [name for name in error.validator_value
+                       if isinstance(error.instance, dict) and name not in error.instance]
+            for name in missing:
+                found[FieldError(f"{field}.{name}" if field else name,
+                                 "This field is required.")] = None
+            continue
+        found[FieldError(field, error.message)] = None
+    return list(found)

@@ -1,0 +1,244 @@
+"""Immutable snapshots of instances, and their exact JSON round trip.
+
+The JSON shape is the original runner's persisted shape in snake_case
+(``version``, ``state``, ``current_step``, ``completed_steps``, ...) plus what
+a database needs to resume safely: the current step run and its deadline,
+attempts that were told to stop, and the rollback plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+WorkflowStatus = Literal["idle", "running", "blocked", "failed", "cancelled", "completed",
+                         "rolling-back"]
+OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "retrying",
+                          "succeeded", "failed", "cancelled", "skipped"]
+BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
+
+WORKFLOW_STATUSES = ("idle", "running", "blocked", "failed", "cancelled", "completed",
+                     "rolling-back")
+FINISHED = frozenset({"completed", "cancelled"})
+IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying"})
+
+
+@dataclass(frozen=True)
+class Progress:
+    current: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An error as the snapshot keeps it: the exception's class name and message."""
+
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class OperationSnapshot:
+    id: str
+    step: str
+    title: str
+    description: str | None = None
+    status: OperationStatus = "idle"
+    attempt: int = 0
+    progress: Progress | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+    result: Any = None
+    error: ErrorInfo | None = None
+    children: tuple[OperationSnapshot, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    logs: tuple[str, ...] = ()
+    token: str | None = None  # the attempt that may report a result now
+    retry_at: float | None = None  # when a waiting operation tries again
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status in IN_FLIGHT
+
+
+@dataclass(frozen=True)
+class BranchSnapshot:
+    id: str
+    step: str
+    status: BranchStatus
+    error: str | None = None
+    token: str | None = None
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """One execution of a step's background work, fenced by its token."""
+
+    step: str
+    token: str
+    started_at: float
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class StoppingAttempt:
+    """An attempt told to stop whose worker has not yet acknowledged it.
+
+    ``resume`` marks an operation whose next attempt waits for this one to stop,
+    so two attempts of one operation never overlap.
+    """
+
+    token: str
+    kind: Literal["operation", "branch", "compensation"]
+    target: str
+    reason: str
+    since: float
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class RollbackItem:
+    """One compensation of a rollback plan, recorded once it finished."""
+
+    kind: Literal["operation", "branch", "nested", "step"]
+    target: str  # operation id, branch id, child instance id or step id
+    step: str | None = None
+    path: tuple[str, ...] = ()  # for an operation's child: the ids of its parents
+    status: Literal["pending", "running", "done", "failed"] = "pending"
+    token: str | None = None
+    error: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{'/'.join((*self.path, self.target))}"
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    items: tuple[RollbackItem, ...] = ()
+
+    @property
+    def next_item(self) -> tuple[int, RollbackItem] | None:
+        for index, item in enumerate(self.items):
+            if item.status != "done":
+                return index, item
+        return None
+
+
+@dataclass(frozen=True)
+class WorkflowSnapshot:
+    id: str
+    workflow: str
+    version: int
+    status: WorkflowStatus = "idle"
+    state: Mapping[str, Any] = field(default_factory=dict)
+    current_step: str | None = None
+    completed_steps: tuple[str, ...] = ()
+    skipped_steps: tuple[str, ...] = ()
+    history: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+    operations: tuple[OperationSnapshot, ...] = ()
+    parallel: tuple[BranchSnapshot, ...] = ()
+    nested: WorkflowSnapshot | None = None
+    parent_id: str | None = None
+    parent_step: str | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+    step_run: StepRun | None = None
+    stopping: tuple[StoppingAttempt, ...] = ()
+    rollback: RollbackPlan | None = None
+
+    def operation(self, operation_id: str) -> OperationSnapshot | None:
+        return next((op for op in self.operations if op.id == operation_id), None)
+
+    def branch(self, step: str, branch_id: str) -> BranchSnapshot | None:
+        return next((b for b in self.parallel if b.step == step and b.id == branch_id), None)
+
+    def find_child(self, instance_id: str) -> WorkflowSnapshot | None:
+        """This snapshot or a nested one with that id."""
+        node: WorkflowSnapshot | None = self
+        while node is not None:
+            if node.id == instance_id:
+                return node
+            node = node.nested
+        return None
+
+
+# -- JSON ------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    return value
+
+
+def to_json(snapshot: WorkflowSnapshot) -> dict[str, Any]:
+    """The snapshot as plain JSON types (the nested child inline)."""
+    return _plain(snapshot)
+
+
+def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def _optional(cls: type, data: Any) -> Any:
+    return None if data is None else cls(**_known(cls, data))
+
+
+def operation_from_json(data: Mapping[str, Any]) -> OperationSnapshot:
+    values = _known(OperationSnapshot, data)
+    values["progress"] = _optional(Progress, data.get("progress"))
+    values["error"] = _optional(ErrorInfo, data.get("error"))
+    values["children"] = tuple(operation_from_json(c) for c in data.get("children") or ())
+    values["metadata"] = dict(data.get("metadata") or {})
+    values["logs"] = tuple(data.get("logs") or ())
+    return OperationSnapshot(**values)
+
+
+def _rollback_from_json(data: Any) -> RollbackPlan | None:
+    if data is None:
+        return None
+    items = []
+    for item in data.get("items") or ():
+        values = _known(RollbackItem, item)
+        values["path"] = tuple(item.get("path") or ())
+        items.append(RollbackItem(**values))
+    return RollbackPlan(items=tuple(items))
+
+
+def from_json(data: Mapping[str, Any]) -> WorkflowSnapshot:
+    """The inverse of :func:`to_json`: ``from_json(to_json(s)) == s``."""
+    values = _known(WorkflowSnapshot, data)
+    for name in ("completed_steps", "skipped_steps", "history", "errors"):
+        values[name] = tuple(data.get(name) or ())
+    values["state"] = dict(data.get("state") or {})
+    values["operations"] = tuple(operation_from_json(o) for o in data.get("operations") or ())
+    values["parallel"] = tuple(BranchSnapshot(**_known(BranchSnapshot, b))
+                               for b in data.get("parallel") or ())
+    values["nested"] = from_json(data["nested"]) if data.get("nested") else None
+    values["step_run"] = _optional(StepRun, data.get("step_run"))
+    values["stopping"] = tuple(StoppingAttempt(**_known(StoppingAttempt, s))
+                               for s in data.get("stopping") or ())
+    values["rollback"] = _rollback_from_json(data.get("rollback"))
+    return WorkflowSnapshot(**values)
+
+
+def new_snapshot(instance_id: str, workflow: str, version: int, state: Mapping[str, Any], *,
+                 parent_id: str | None = None, parent_step: str | None = None
+                 ) -> WorkflowSnapshot:
+    return WorkflowSnapshot(id=instance_id, workflow=workflow, version=version,
+                            state=dict(state), parent_id=parent_id, parent_step=parent_step)
+
+
+__all__ = [
+    "BranchSnapshot", "ErrorInfo", "OperationSnapshot", "Progress", "RollbackItem",
+    "RollbackPlan", "StepRun", "StoppingAttempt", "WorkflowSnapshot", "from_json",
+    "new_snapshot", "replace", "to_json",
+]

@@ -1,0 +1,409 @@
+"""A step's background work: nested child, parallel branches, operations, deadlines.
+
+Work is handed out as effects (``RunAttempt``) and comes back as commands
+(``AttemptStarted``, ``AttemptFinished``, ``AttemptInterrupted``,
+``DeadlineDue``). A result counts only while its token is still current.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from .commands import AttemptOutcome
+from .definition import Operation, Step, format_seconds
+from .machine import HookFailed, MachineCore, Refused
+from .outcome import ClearDeadline, RunAttempt, SetDeadline, StopAttempt
+from .snapshot import (
+    BranchSnapshot,
+    ErrorInfo,
+    OperationSnapshot,
+    StepRun,
+    StoppingAttempt,
+    new_snapshot,
+    replace,
+)
+
+INTERRUPTED_OPERATION = "Operation was interrupted before workflow recovery"
+INTERRUPTED_BRANCH = "Parallel branch was interrupted before workflow recovery"
+INTERRUPTED_COMPENSATION = "Compensation was interrupted before workflow recovery"
+INTERRUPTED_WORKFLOW = "Workflow work was interrupted and must be retried"
+MAX_LOGS = 1000  # log lines an operation keeps, the newest
+
+
+class StepWorkMixin(MachineCore):
+    # -- handing work out ---------------------------------------------------
+
+    def execute_step(self, *, include_enter: bool) -> None:
+        """Run ``enter`` (when asked) and hand out the current step's unfinished work."""
+        key = self.snap.current_step
+        step = self.definition.steps_by_id.get(key) if key else None
+        if step is None:
+            return
+        self.end_step_run()
+        run = StepRun(step=step.id, token=self.new_token(), started_at=self.env.now,
+                      deadline=self.env.now + step.timeout if step.timeout and step.has_work
+                      else None)
+        self.set(step_run=run)
+        if run.deadline is not None:
+            self.effect(SetDeadline(self.snap.id, "step-timeout", run.token, run.deadline))
+        if include_enter and step.enter is not None:
+            self.run_hook(step.enter, self.context(), step=step.id)
+        if step.nested is not None:
+            self.run_nested(step)
+        for branch in step.parallel:
+            entry = self.snap.branch(step.id, branch.id)
+            if entry is None or entry.status not in ("succeeded", "running"):
+                self.dispatch_branch(step, branch.id)
+        self.advance_work()
+
+    def run_nested(self, step: Step) -> None:
+        """Start the step's child instance, or retry it when it failed; never restart it."""
+        child = self.current_child()
+        if child is None:
+            definition = self.nested_definition(step)
+            child = new_snapshot(self.env.new_id(), definition.id, definition.version,
+                                 definition.initial_state(), parent_id=self.snap.id,
+                                 parent_step=step.id)
+            self.set(nested=child)
+            command = "start"
+        elif child.status in ("failed", "blocked"):
+            command = "retry"
+        else:
+            return
+        machine = self.child_machine()
+        with contextlib.suppress(HookFailed, Refused):  # recorded in the child
+            getattr(machine, command)()
+        self.set(nested=machine.snap)
+        if machine.snap.status == "failed":
+            self.fail_for_child(machine.snap)
+
+    def fail_for_child(self, child: Any) -> None:
+        message = child.errors[0] if child.errors else f'Nested workflow "{child.workflow}" failed'
+        self.fail(message, self.snap.current_step, errors=tuple(child.errors) or (message,),
+                  nested=child.id)
+
+    def dispatch_branch(self, step: Step, branch_id: str) -> None:
+        token = self.new_token()
+        entry = BranchSnapshot(id=branch_id, step=step.id, status="running", token=token)
+        self.put_branch(entry)
+        self.effect(RunAttempt(self.snap.id, token, "branch", f"{step.id}:{branch_id}"))
+
+    def put_branch(self, entry: BranchSnapshot) -> None:
+        """Replace a branch's entry: the old one is removed, the new one appended."""
+        others = tuple(b for b in self.snap.parallel
+                       if not (b.step == entry.step and b.id == entry.id))
+        self.set(parallel=(*others, entry))
+
+    def put_operation(self, operation: OperationSnapshot) -> None:
+        """Replace an operation's entry in place, or append a new one."""
+        operations = list(self.snap.operations)
+        for index, existing in enumerate(operations):
+            if existing.id == operation.id:
+                operations[index] = operation
+                break
+        else:
+            operations.append(operation)
+        self.set(operations=tuple(operations))
+
+    def start_operation(self, definition: Operation, step: str) -> None:
+        """A fresh execution of an operation: attempt 1 queued."""
+        operation = OperationSnapshot(id=definition.id, step=step, title=definition.title or "",
+                                      description=definition.description,
+                                      metadata=dict(definition.metadata))
+        self.queue_attempt(operation, definition, 1)
+
+    def queue_attempt(self, operation: OperationSnapshot, definition: Operation, attempt: int,
+                      token: str | None = None) -> None:
+        token = token or self.new_token()
+        self.put_operation(replace(operation, status="queued", attempt=attempt, token=token,
+                                   retry_at=None))
+        self.emit("operation-queued", step=operation.step, operation=operation.id,
+                  attempt=attempt)
+        self.effect(RunAttempt(self.snap.id, token, "operation", operation.id, attempt,
+                               definition.timeout))
+
+    def step_work_done(self, step: Step) -> bool:
+        if any((b := self.snap.branch(step.id, branch.id)) is None or b.status != "succeeded"
+               for branch in step.parallel):
+            return False
+        return all((op := self.snap.operation(o.id)) is not None and op.status == "succeeded"
+                   for o in step.operations)
+
+    def work_in_flight(self, step: str | None = None) -> bool:
+        return (any(op.in_flight for op in self.snap.operations
+                    if step is None or op.step == step)
+                or any(b.status == "running" for b in self.snap.parallel
+                       if step is None or b.step == step))
+
+    def advance_work(self) -> None:
+        """Move the running step's work on: next operation, join, or auto-advance."""
+        if self.snap.status != "running":
+            return
+        step = self.current_definition()
+        if step is None:
+            return
+        branches = [self.snap.branch(step.id, b.id) for b in step.parallel]
+        if any(b is None or b.status == "running" for b in branches):
+            return
+        failed = [b for b in branches if b is not None and b.status != "succeeded"]
+        if failed:
+            self.fail_parallel(step.id, failed)
+            return
+        for definition in step.operations:
+            operation = self.snap.operation(definition.id)
+            if operation is not None and operation.status == "succeeded":
+                continue
+            if operation is not None and operation.in_flight:
+                return
+            self.start_operation(definition, step.id)
+            return
+        self.end_step_run()
+        child = self.current_child()
+        if child is not None and child.status != "completed":
+            return  # the step waits for its child
+        if step.advance == "auto":
+            self.count_move()
+            if not self.validate_current():
+                self.leave_current()
+
+    def fail_parallel(self, key: str, failed: list[BranchSnapshot]) -> None:
+        message = f'Parallel workflow step "{key}" failed'
+        branch_errors = {b.id: b.error or b.status for b in failed}
+        self.fail(message, key,
+                  errors=(message, *(f'Branch "{i}": {e}' for i, e in branch_errors.items())),
+                  branches=branch_errors)
+
+    # -- stopping work ------------------------------------------------------
+
+    def stop_work(self, reason: str, *, step: str | None = None,
+                  error_name: str = "Cancelled") -> None:
+        """Tell in-flight attempts (of one step, or all) to stop; they end ``cancelled``."""
+        for operation in self.snap.operations:
+            if not operation.in_flight or (step is not None and operation.step != step):
+                continue
+            if operation.status in ("running", "retrying"):
+                self.add_stopping(operation.token, "operation", operation.id, reason)
+            elif operation.status == "queued" and operation.token:
+                self.effect(StopAttempt(self.snap.id, operation.token, reason))
+            elif operation.status == "waiting" and operation.token:
+                self.effect(ClearDeadline(self.snap.id, operation.token))
+            self.put_operation(replace(operation, status="cancelled", token=None, retry_at=None,
+                                       completed_at=self.env.now,
+                                       error=ErrorInfo(error_name, reason)))
+            self.emit("operation-cancelled", step=operation.step, operation=operation.id,
+                      reason=reason)
+        for branch in self.snap.parallel:
+            if branch.status != "running" or (step is not None and branch.step != step):
+                continue
+            if branch.token:
+                self.add_stopping(branch.token, "branch", f"{branch.step}:{branch.id}", reason)
+            self.put_branch(replace(branch, status="cancelled", error=reason, token=None))
+
+    def add_stopping(self, token: str | None, kind: Any, target: str, reason: str,
+                     resume: bool = False) -> None:
+        assert token is not None
+        self.set(stopping=(*self.snap.stopping,
+                           StoppingAttempt(token, kind, target, reason, self.env.now, resume)))
+        self.effect(StopAttempt(self.snap.id, token, reason))
+
+    # -- results coming back ------------------------------------------------
+
+    def owner_of(self, token: str) -> tuple[str, Any]:
+        for operation in self.snap.operations:
+            if operation.token == token:
+                return "operation", operation
+        for branch in self.snap.parallel:
+            if branch.token == token:
+                return "branch", branch
+        plan = self.snap.rollback
+        if plan is not None:
+            for item in plan.items:
+                if item.token == token and item.status == "running":
+                    return "compensation", item
+        for stopping in self.snap.stopping:
+            if stopping.token == token:
+                return "stopping", stopping
+        raise Refused("stale_attempt", f"Attempt {token} is no longer current")
+
+    def attempt_started(self, token: str) -> None:
+        kind, owner = self.owner_of(token)
+        if kind == "operation" and owner.status == "queued":
+            definition = self.definition.find_operation(owner.id)
+            status = "running" if owner.attempt == 1 else "retrying"
+            self.put_operation(replace(owner, status=status,
+                                       started_at=owner.started_at or self.env.now))
+            self.emit("operation-started", step=owner.step, operation=owner.id,
+                      attempt=owner.attempt)
+            if definition is not None and definition.timeout:
+                self.effect(SetDeadline(self.snap.id, "attempt-timeout", token,
+                                        self.env.now + definition.timeout))
+            return
+        if kind in ("branch", "compensation"):
+            return  # nothing to record: the token says it may run
+        raise Refused("stale_attempt", f"Attempt {token} was already claimed or stopped")
+
+    def attempt_finished(self, token: str, outcome: AttemptOutcome) -> None:
+        kind, owner = self.owner_of(token)
+        if kind == "operation":
+            self.operation_finished(owner, outcome)
+        elif kind == "branch":
+            self.branch_finished(owner, outcome)
+        elif kind == "compensation":
+            self.compensation_finished(owner, outcome)
+        else:
+            self.stop_acknowledged(owner, outcome)
+
+    def operation_finished(self, operation: OperationSnapshot, outcome: AttemptOutcome) -> None:
+        definition = self.definition.find_operation(operation.id)
+        logs = (*operation.logs, *outcome.logs)[-MAX_LOGS:]
+        if definition is not None and definition.timeout:
+            self.effect(ClearDeadline(self.snap.id, operation.token or ""))
+        if outcome.ok:
+            self.put_operation(replace(operation, status="succeeded", result=outcome.value,
+                                       error=None, completed_at=self.env.now, token=None,
+                                       children=outcome.children, logs=logs,
+                                       progress=outcome.progress or operation.progress))
+            self.emit("operation-succeeded", step=operation.step, operation=operation.id,
+                      attempt=operation.attempt)
+            if operation.step == self.snap.current_step:
+                self.advance_work()
+            return
+        error = outcome.error or ErrorInfo("Error", "Operation failed")
+        operation = replace(operation, error=error, logs=logs,
+                            progress=outcome.progress or operation.progress)
+        if outcome.blocked:
+            self.put_operation(replace(operation, status="blocked", completed_at=self.env.now,
+                                       token=None))
+            self.emit("operation-blocked", step=operation.step, operation=operation.id,
+                      error=error.message)
+            self.end_step_run()
+            self.set(status="blocked", errors=(error.message,))
+            return
+        if definition is not None and operation.attempt < definition.max_attempts:
+            self.retry_operation(operation, definition)
+            return
+        self.operation_failed(operation)
+
+    def retry_operation(self, operation: OperationSnapshot, definition: Operation,
+                        wait_for_stop: bool = False) -> None:
+        following = operation.attempt + 1
+        delay = definition.delay_before(following)
+        self.emit("operation-retrying", step=operation.step, operation=operation.id,
+                  attempt=following, delay=delay,
+                  error=operation.error.message if operation.error else None)
+        token = self.new_token()
+        if wait_for_stop:  # the next attempt starts once the timed-out one stopped
+            self.put_operation(replace(operation, status="waiting", token=token, retry_at=None))
+        elif delay > 0:
+            self.put_operation(replace(operation, status="waiting", token=token,
+                                       retry_at=self.env.now + delay))
+            self.effect(SetDeadline(self.snap.id, "retry", token, self.env.now + delay))
+        else:
+            self.queue_attempt(operation, definition, following, token)
+
+    def operation_failed(self, operation: OperationSnapshot) -> None:
+        error = operation.error or ErrorInfo("Error", "Operation failed")
+        self.put_operation(replace(operation, status="failed", completed_at=self.env.now,
+                                   token=None))
+        self.emit("operation-failed", step=operation.step, operation=operation.id,
+                  error=error.message)
+        if self.snap.status == "running" and operation.step == self.snap.current_step:
+            self.fail(error.message, operation.step, operation=operation.id)
+
+    def branch_finished(self, branch: BranchSnapshot, outcome: AttemptOutcome) -> None:
+        error = None if outcome.ok else (outcome.error.message if outcome.error else "failed")
+        self.put_branch(replace(branch, status="succeeded" if outcome.ok else "failed",
+                                error=error, token=None))
+        if branch.step == self.snap.current_step:
+            self.advance_work()
+
+    def stop_acknowledged(self, stopping: StoppingAttempt, outcome: AttemptOutcome | None
+                          ) -> None:
+        """A stopped attempt ended; its result is discarded (a compensation's is kept)."""
+        self.set(stopping=tuple(s for s in self.snap.stopping if s.token != stopping.token))
+        if stopping.kind == "compensation" and outcome is not None and outcome.ok:
+            self.compensation_done_late(stopping.target)
+        if not stopping.resume:
+            return
+        operation = self.snap.operation(stopping.target)
+        definition = self.definition.find_operation(stopping.target)
+        if (operation is None or definition is None or operation.status != "waiting"
+                or operation.retry_at is not None):
+            return
+        delay = definition.delay_before(operation.attempt + 1)
+        if delay > 0:
+            self.put_operation(replace(operation, retry_at=self.env.now + delay))
+            self.effect(SetDeadline(self.snap.id, "retry", operation.token or "",
+                                    self.env.now + delay))
+        else:
+            self.queue_attempt(operation, definition, operation.attempt + 1, operation.token)
+
+    # -- deadlines ----------------------------------------------------------
+
+    def deadline_due(self, kind: str, token: str) -> None:
+        if kind == "step-timeout":
+            self.step_timed_out(token)
+        elif kind == "attempt-timeout":
+            self.attempt_timed_out(token)
+        elif kind == "retry":
+            operation = next((op for op in self.snap.operations
+                              if op.token == token and op.status == "waiting"), None)
+            definition = operation and self.definition.find_operation(operation.id)
+            if operation is None or definition is None:
+                raise Refused("stale_deadline", "The retry is no longer due")
+            self.queue_attempt(operation, definition, operation.attempt + 1, token)
+        else:
+            raise Refused("stale_deadline", f"Unknown deadline kind {kind!r}")
+
+    def step_timed_out(self, token: str) -> None:
+        run = self.snap.step_run
+        if run is None or run.token != token or self.snap.status != "running" \
+                or run.deadline is None:
+            raise Refused("stale_deadline", "The step deadline is no longer current")
+        step = self.definition.step(run.step)
+        message = f'Workflow step "{run.step}" timed out after {format_seconds(step.timeout or 0)}'
+        self.set(step_run=replace(run, deadline=None))  # fired: nothing left to clear
+        self.stop_work(message, step=run.step, error_name="WorkflowStepTimeoutError")
+        self.fail(message, run.step)
+
+    def attempt_timed_out(self, token: str) -> None:
+        operation = next((op for op in self.snap.operations if op.token == token
+                          and op.status in ("running", "retrying")), None)
+        definition = operation and self.definition.find_operation(operation.id)
+        if operation is None or definition is None:
+            raise Refused("stale_deadline", "The attempt deadline is no longer current")
+        error = ErrorInfo("OperationTimeoutError",
+                          f"Operation timed out after {format_seconds(definition.timeout or 0)}")
+        operation = replace(operation, error=error)
+        retries_left = operation.attempt < definition.max_attempts
+        self.add_stopping(token, "operation", operation.id, error.message, resume=retries_left)
+        if retries_left:
+            self.retry_operation(operation, definition, wait_for_stop=True)
+        else:
+            self.operation_failed(operation)
+
+    # -- interruption -------------------------------------------------------
+
+    def attempt_interrupted(self, token: str) -> None:
+        kind, owner = self.owner_of(token)
+        if kind == "stopping":
+            self.stop_acknowledged(owner, None)
+            return
+        if kind == "compensation":
+            self.compensation_failed(owner, INTERRUPTED_COMPENSATION, interrupted=True)
+            return
+        if kind == "operation":
+            error = ErrorInfo("OperationInterruptedError", INTERRUPTED_OPERATION)
+            self.put_operation(replace(owner, status="failed", error=error, token=None,
+                                       completed_at=self.env.now))
+            self.emit("operation-failed", step=owner.step, operation=owner.id,
+                      error=error.message)
+            label = owner.id
+        else:
+            self.put_branch(replace(owner, status="failed", error=INTERRUPTED_BRANCH, token=None))
+            label = f"{owner.step}:{owner.id}"
+        self.end_step_run()
+        self.set(status="failed", errors=(*self.snap.errors, INTERRUPTED_WORKFLOW))
+        self.emit("resume", step=self.snap.current_step, interrupted=label)
+        self.emit("error", step=owner.step, error=INTERRUPTED_WORKFLOW)
