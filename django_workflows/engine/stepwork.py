@@ -231,7 +231,7 @@ class StepWorkMixin(MachineCore):
         if kind == "operation" and owner.status == "queued":
             definition = self.definition.find_operation(owner.id)
             status = "running" if owner.attempt == 1 else "retrying"
-            self.put_operation(replace(owner, status=status,
+            self.put_operation(replace(owner, status=status, error=None,  # a new attempt
                                        started_at=owner.started_at or self.env.now))
             self.emit("operation-started", step=owner.step, operation=owner.id,
                       attempt=owner.attempt)
