@@ -79,6 +79,8 @@ class MachineCore:
         self.events = events if events is not None else []
         self.effects = effects if effects is not None else []
         self._moves = moves if moves is not None else [0]  # shared with nested machines
+        self._advancing = False  # advance_work is running its loop
+        self._advance_again = False  # ... and a step entered meanwhile needs moving on
 
     # -- small helpers ------------------------------------------------------
 

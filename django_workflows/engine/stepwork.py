@@ -137,7 +137,26 @@ class StepWorkMixin(MachineCore):
                        if step is None or b.step == step))
 
     def advance_work(self) -> None:
-        """Move the running step's work on: next operation, join, or auto-advance."""
+        """Move the running step's work on: next operation, join, or auto-advance.
+
+        An auto step that moves on enters the next step; that step's work is moved
+        on by this loop rather than by recursion, so a long chain of auto steps (or
+        a cycle, caught after MAX_MOVES) cannot exhaust the stack.
+        """
+        if self._advancing:
+            self._advance_again = True
+            return
+        self._advancing = True
+        try:
+            again = True
+            while again:
+                self._advance_again = False
+                self.advance_once()
+                again = self._advance_again
+        finally:
+            self._advancing = False
+
+    def advance_once(self) -> None:
         if self.snap.status != "running":
             return
         step = self.current_definition()
@@ -162,10 +181,9 @@ class StepWorkMixin(MachineCore):
         child = self.current_child()
         if child is not None and child.status != "completed":
             return  # the step waits for its child
-        if step.advance == "auto":
-            self.count_move()
-            if not self.validate_current():
-                self.leave_current()
+        # An auto step moves on once it validates (entering the next step counts the move).
+        if step.advance == "auto" and not self.validate_current():
+            self.leave_current()
 
     def fail_parallel(self, key: str, failed: list[BranchSnapshot]) -> None:
         message = f'Parallel workflow step "{key}" failed'
