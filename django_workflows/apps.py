@@ -8,3 +8,8 @@ class DjangoWorkflowsConfig(AppConfig):
     label = "django_workflows"
     verbose_name = "Workflows"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import checks, registry  # noqa: F401 - registers the system checks
+
+        registry.autodiscover()

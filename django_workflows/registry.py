@@ -10,7 +10,7 @@ from .engine import DefinitionError, Workflow
 _definitions: dict[str, Workflow] = {}
 _origins: dict[str, str] = {}  # workflow id -> module that registered it
 # Problems met while discovering definitions, reported by the system checks.
-discovery_errors: list[tuple[str, str]] = []
+discovery_errors: list[tuple[str, DefinitionError]] = []
 
 
 def _origin(workflow: Workflow) -> str:
@@ -31,9 +31,12 @@ def register(workflow: Workflow, *, origin: str | None = None) -> Workflow:
     if existing is not None:
         raise DefinitionError(
             f'Workflow id "{workflow.id}" is defined twice: in {_origins[workflow.id]} '
-            f"and in {where}")
+            f"and in {where}", "duplicate_id")
     _definitions[workflow.id] = workflow
     _origins[workflow.id] = where
+    for step in workflow.steps:  # nested definitions are found by id too
+        if isinstance(step.nested, Workflow):
+            register(step.nested, origin=f"{where} (nested in step \"{step.id}\")")
     return workflow
 
 
@@ -60,3 +63,28 @@ def all_definitions() -> Iterator[Workflow]:
 
 def origin_of(workflow_id: str) -> str | None:
     return _origins.get(workflow_id)
+
+
+def autodiscover(module_name: str = "workflows") -> None:
+    """Import ``<app>.workflows`` of every installed app and register its definitions.
+
+    A broken module or a duplicate id does not crash start-up here: it is
+    recorded and reported by the system checks, which name the problem.
+    """
+    import importlib
+
+    from django.apps import apps
+    from django.utils.module_loading import module_has_submodule
+
+    for app_config in apps.get_app_configs():
+        if not module_has_submodule(app_config.module, module_name):
+            continue
+        name = f"{app_config.name}.{module_name}"
+        try:
+            module = importlib.import_module(name)
+            for value in list(vars(module).values()):
+                if isinstance(value, Workflow):
+                    register(value, origin=name)
+        except DefinitionError as error:
+            if not any(m == name and str(e) == str(error) for m, e in discovery_errors):
+                discovery_errors.append((name, error))

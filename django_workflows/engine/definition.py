@@ -39,7 +39,7 @@ def format_seconds(value: float) -> str:
 
 def _check_callable(value: Any, what: str) -> None:
     if value is not None and not callable(value):
-        raise DefinitionError(f"{what} must be callable, not {value!r}")
+        raise DefinitionError(f"{what} must be callable, not {value!r}", "not_callable")
 
 
 def _check_id(value: Any, what: str) -> None:
@@ -75,7 +75,8 @@ class Operation:
         _check_id(self.id, "Operation")
         what = f'Operation "{self.id}"'
         if not callable(self.run):
-            raise DefinitionError(f"{what}: run must be callable, not {self.run!r}")
+            raise DefinitionError(f"{what}: run must be callable, not {self.run!r}",
+                                  "not_callable")
         _check_callable(self.rollback, f"{what}: rollback")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
@@ -123,7 +124,8 @@ class Branch:
     def __post_init__(self) -> None:
         _check_id(self.id, "Branch")
         if not callable(self.run):
-            raise DefinitionError(f'Branch "{self.id}": run must be callable, not {self.run!r}')
+            raise DefinitionError(f'Branch "{self.id}": run must be callable, not {self.run!r}',
+                                  "not_callable")
         _check_callable(self.compensate, f'Branch "{self.id}": compensate')
 
 
@@ -238,13 +240,14 @@ class Workflow:
                 if end not in steps_by_id:
                     raise DefinitionError(
                         f'{what}: transition "{transition.source}" -> "{transition.target}" '
-                        f'names unknown step "{end}"')
+                        f'names unknown step "{end}"', "unknown_step")
         operations: dict[str, Operation] = {}
         for step in steps:
             for operation in step.operations:
                 if operation.id in operations:
                     raise DefinitionError(
-                        f'{what}: step "{step.id}": duplicate operation id "{operation.id}"')
+                        f'{what}: step "{step.id}": duplicate operation id "{operation.id}"',
+                        "duplicate_id")
                 operations[operation.id] = operation
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
@@ -301,5 +304,5 @@ def _unique(ids: Iterable[str], what: str) -> None:
     seen: set[str] = set()
     for item in ids:
         if item in seen:
-            raise DefinitionError(f'{what} id "{item}" is used twice')
+            raise DefinitionError(f'{what} id "{item}" is used twice', "duplicate_id")
         seen.add(item)

@@ -8,7 +8,15 @@ class WorkflowError(Exception):
 
 
 class DefinitionError(WorkflowError):
-    """A workflow definition is broken (raised when it is constructed)."""
+    """A workflow definition is broken (raised when it is constructed).
+
+    ``kind`` says what is wrong, for the system checks: ``unknown_step``,
+    ``duplicate_id``, ``not_callable`` or ``invalid``.
+    """
+
+    def __init__(self, message: str, kind: str = "invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class MigrationRequired(WorkflowError):

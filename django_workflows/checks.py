@@ -1,0 +1,159 @@
+"""System checks: broken definitions and risky settings fail (or warn) at start-up.
+
+| id | what |
+| --- | --- |
+| E001 | a transition names an unknown step |
+| E002 | an id is used twice (workflows, steps, operations, branches) |
+| E003 | nested workflows form a cycle |
+| E004 | a hook is not callable |
+| E005 | another broken definition |
+| E006 | a nested workflow id that is not registered |
+| E010 | a bad ``DJANGO_WORKFLOWS`` setting |
+| E020 | django-q2's ``retry`` does not exceed its largest task ``timeout`` |
+| E021 | django-q2's ``max_attempts`` is unbounded |
+| W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
+| W002 | django-q2 workers would open a new database connection for every task |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.core.checks import Error, Tags, Warning, register
+from django.utils.module_loading import import_string
+
+from . import registry
+from .conf import DEFAULTS, SETTING_NAME
+from .engine import Workflow
+
+DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
+
+
+@register(Tags.models)
+def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    errors = [
+        Error(str(error), hint=f"in {module}",
+              id=f"django_workflows.{DEFINITION_KINDS.get(error.kind, 'E005')}")
+        for module, error in registry.discovery_errors
+    ]
+    for definition in registry.all_definitions():
+        errors += _check_nested(definition)
+    return errors
+
+
+def _nested_of(definition: Workflow) -> list[tuple[str, Workflow | str]]:
+    return [(step.id, step.nested) for step in definition.steps if step.nested is not None]
+
+
+def _check_nested(definition: Workflow) -> list[Error]:
+    errors = []
+    for step_id, nested in _nested_of(definition):
+        if isinstance(nested, str) and registry.find(nested) is None:
+            errors.append(Error(
+                f'Workflow "{definition.id}": step "{step_id}" nests workflow "{nested}", '
+                "which is not registered", id="django_workflows.E006"))
+    cycle = _find_cycle(definition, [definition.id])
+    if cycle:
+        errors.append(Error(
+            f'Workflow "{definition.id}": nested workflows form a cycle: '
+            + " -> ".join(f'"{part}"' for part in cycle),
+            hint="A workflow cannot contain itself, directly or through its children.",
+            id="django_workflows.E003"))
+    return errors
+
+
+def _find_cycle(definition: Workflow, path: list[str]) -> list[str] | None:
+    for _step, nested in _nested_of(definition):
+        child = registry.find(nested) if isinstance(nested, str) else nested
+        if child is None:
+            continue
+        if child.id in path:
+            return [*path, child.id]
+        found = _find_cycle(child, [*path, child.id])
+        if found:
+            return found
+    return None
+
+
+def _positive_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+@register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    user = getattr(settings, SETTING_NAME, None) or {}
+    if not isinstance(user, dict):
+        return [Error(f"{SETTING_NAME} must be a dict", id="django_workflows.E010")]
+    errors = []
+    for name, value in user.items():
+        if name not in DEFAULTS:
+            errors.append(Error(f"{SETTING_NAME}[{name!r}] is not a setting",
+                                hint=f"Known settings: {', '.join(sorted(DEFAULTS))}",
+                                id="django_workflows.E010"))
+        elif name == "RUNNER":
+            if value is not None:
+                try:
+                    import_string(value)
+                except ImportError as error:
+                    errors.append(Error(f"{SETTING_NAME}['RUNNER'] cannot be imported: {error}",
+                                        id="django_workflows.E010"))
+        elif not _positive_number(value):
+            errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
+                                f"not {value!r}", id="django_workflows.E010"))
+    return errors
+
+
+@register(Tags.database)
+def check_sqlite(app_configs: Any = None, databases: Any = None, **kwargs: Any
+                 ) -> list[Warning]:
+    warnings = []
+    for alias, database in settings.DATABASES.items():
+        if database.get("ENGINE") != "django.db.backends.sqlite3":
+            continue
+        options = database.get("OPTIONS", {})
+        missing = []
+        if options.get("transaction_mode") != "IMMEDIATE":
+            missing.append('"transaction_mode": "IMMEDIATE"')
+        if not options.get("timeout"):
+            missing.append('a "timeout" (seconds to wait for the write lock)')
+        if "journal_mode=wal" not in options.get("init_command", "").replace(" ", "").lower():
+            missing.append('"init_command": "PRAGMA journal_mode=WAL;"')
+        if missing:
+            warnings.append(Warning(
+                f'Database "{alias}" is SQLite without {", ".join(missing)}',
+                hint="Without them concurrent workflow commands fail with 'database is "
+                     "locked' instead of waiting their turn.",
+                id="django_workflows.W001"))
+    return warnings
+
+
+@register()
+def check_django_q(app_configs: Any = None, **kwargs: Any) -> list[Error | Warning]:
+    if not apps.is_installed("django_q"):
+        return []
+    cluster = getattr(settings, "Q_CLUSTER", {}) or {}
+    problems: list[Error | Warning] = []
+    timeout = cluster.get("timeout")
+    retry = cluster.get("retry", 60)
+    if timeout is not None and retry <= timeout:
+        problems.append(Error(
+            f"Q_CLUSTER['retry'] ({retry}) must be larger than Q_CLUSTER['timeout'] ({timeout})",
+            hint="Otherwise the broker hands a task that is still running to a second worker.",
+            id="django_workflows.E020"))
+    if not cluster.get("max_attempts"):
+        problems.append(Error(
+            "Q_CLUSTER['max_attempts'] is unbounded",
+            hint="Set it (1 is enough: django-workflows retries operations itself), or a task "
+                 "that crashes its worker is retried forever.",
+            id="django_workflows.E021"))
+    default = settings.DATABASES.get("default", {})
+    if not default.get("CONN_MAX_AGE") and not default.get("OPTIONS", {}).get("pool"):
+        problems.append(Warning(
+            "django-q2 workers open a new database connection for every task "
+            "(CONN_MAX_AGE is 0 and no connection pool is configured)",
+            hint="Set CONN_MAX_AGE (for example 600) or PostgreSQL's connection pool: about "
+                 "8x more tasks per second.",
+            id="django_workflows.W002"))
+    return problems

@@ -1,0 +1,85 @@
+"""The ``DJANGO_WORKFLOWS`` setting: one dict, read through an object with defaults.
+
+``workflow_settings.LOCK_TIMEOUT`` reads the project's value or the default;
+the object reloads on ``setting_changed``, so ``override_settings`` works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
+
+SETTING_NAME = "DJANGO_WORKFLOWS"
+
+DEFAULTS: dict[str, Any] = {
+    # Largest state, in bytes of JSON; a bigger one is refused (413 in the API).
+    "MAX_STATE_BYTES": 256 * 1024,
+    # Seconds a command waits for an instance's row lock before it answers "busy".
+    "LOCK_TIMEOUT": 5.0,
+    # A cancel waits longer: it must not be lost behind a slow command.
+    "CANCEL_LOCK_TIMEOUT": 60.0,
+    # A running attempt writes a heartbeat this often (seconds) ...
+    "HEARTBEAT_INTERVAL": 5.0,
+    # ... and counts as interrupted when none came for this long.
+    "HEARTBEAT_TIMEOUT": 60.0,
+    # Progress and log lines of a running operation are written at most this often.
+    "PROGRESS_INTERVAL": 1.0,
+    # How background work runs; None picks django-q2 when it is installed.
+    "RUNNER": None,
+    # Seconds between two sweeps of due deadlines and expired heartbeats.
+    "SWEEP_INTERVAL": 5.0,
+    # A queued attempt no worker claimed for this long is handed to the runner again.
+    "REDISPATCH_AFTER": 120.0,
+    # Idempotency keys are kept this long (seconds).
+    "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+}
+
+IMPORT_STRINGS = {"RUNNER"}
+
+IMMEDIATE_RUNNER = "django_workflows.runners.immediate.Runner"
+DJANGO_Q_RUNNER = "django_workflows.runners.django_q.Runner"
+
+
+def default_runner() -> str:
+    from django.apps import apps
+
+    return DJANGO_Q_RUNNER if apps.is_installed("django_q") else IMMEDIATE_RUNNER
+
+
+class WorkflowSettings:
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        return getattr(settings, SETTING_NAME, None) or {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid {SETTING_NAME} setting: {name!r}")
+        if name in self._cache:
+            return self._cache[name]
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name == "RUNNER" and value is None:
+            value = default_runner()
+        if name in IMPORT_STRINGS and isinstance(value, str):
+            value = import_string(value)
+        self._cache[name] = value
+        return value
+
+    def reload(self) -> None:
+        self._cache.clear()
+
+
+workflow_settings = WorkflowSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == SETTING_NAME:
+        workflow_settings.reload()
+
+
+setting_changed.connect(_reload)

@@ -1,0 +1,223 @@
+"""Instances, their event log, idempotency keys, attempts and deadlines.
+
+Only the service layer (``django_workflows.services``) writes these rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back")
+
+
+class Status(models.TextChoices):
+    IDLE = "idle", _("Idle")
+    RUNNING = "running", _("Running")
+    BLOCKED = "blocked", _("Blocked")
+    FAILED = "failed", _("Failed")
+    CANCELLED = "cancelled", _("Cancelled")
+    COMPLETED = "completed", _("Completed")
+    ROLLING_BACK = "rolling-back", _("Rolling back")
+
+
+class WorkflowInstance(models.Model):
+    """One running copy of a workflow: its state and where it stands."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workflow = models.CharField(_("workflow"), max_length=200)
+    version = models.PositiveIntegerField(_("version"))
+    status = models.CharField(_("status"), max_length=20, choices=Status.choices,
+                              default=Status.IDLE)
+    state = models.JSONField(_("state"), default=dict)
+    current_step = models.CharField(_("current step"), max_length=200, blank=True, default="")
+    # The rest of the engine's snapshot: completed/skipped steps, history, errors,
+    # operations, parallel branches, the step run, stopping attempts, rollback plan.
+    snapshot = models.JSONField(_("snapshot"), default=dict)
+    parent = models.ForeignKey("self", verbose_name=_("parent"), null=True, blank=True,
+                               on_delete=models.CASCADE, related_name="children")
+    parent_step = models.CharField(_("parent step"), max_length=200, blank=True, default="")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("owner"), null=True,
+                              blank=True, on_delete=models.SET_NULL,
+                              related_name="workflow_instances")
+    revision = models.PositiveIntegerField(_("revision"), default=0)
+    last_event = models.PositiveIntegerField(_("last event number"), default=0)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    completed_at = models.DateTimeField(_("completed"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("workflow instance")
+        verbose_name_plural = _("workflow instances")
+        indexes = [
+            models.Index(fields=["workflow", "status"], name="dwf_instance_workflow_status"),
+            models.Index(fields=["status", "updated_at"], name="dwf_instance_status_updated"),
+            models.Index(fields=["workflow", "current_step"], name="dwf_instance_workflow_step"),
+            models.Index(fields=["-updated_at"], name="dwf_instance_updated"),
+            models.Index(fields=["owner", "-updated_at"], name="dwf_instance_owner_updated"),
+            models.Index(fields=["updated_at"], name="dwf_instance_active",
+                         condition=Q(status__in=ACTIVE_STATUSES)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow} {self.id}"
+
+    # Parts of the snapshot, as the API and the admin show them.
+    def _part(self, name: str) -> Any:
+        return self.snapshot.get(name) or []
+
+    @property
+    def completed_steps(self) -> list[str]:
+        return self._part("completed_steps")
+
+    @property
+    def skipped_steps(self) -> list[str]:
+        return self._part("skipped_steps")
+
+    @property
+    def history(self) -> list[str]:
+        return self._part("history")
+
+    @property
+    def errors(self) -> list[str]:
+        return self._part("errors")
+
+    @property
+    def operations(self) -> list[dict[str, Any]]:
+        return self._part("operations")
+
+    @property
+    def parallel(self) -> list[dict[str, Any]]:
+        return self._part("parallel")
+
+    @property
+    def nested_id(self) -> str | None:
+        return self.snapshot.get("nested_id")
+
+    @property
+    def rollback_plan(self) -> dict[str, Any] | None:
+        return self.snapshot.get("rollback")
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (Status.COMPLETED, Status.CANCELLED)
+
+
+class WorkflowEvent(models.Model):
+    """The append-only event log of an instance, numbered from 1."""
+
+    instance = models.ForeignKey(WorkflowInstance, verbose_name=_("instance"),
+                                 on_delete=models.CASCADE, related_name="events")
+    sequence = models.PositiveIntegerField(_("number"))
+    type = models.CharField(_("type"), max_length=40)
+    step = models.CharField(_("step"), max_length=200, blank=True, default="")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("actor"), null=True,
+                              blank=True, on_delete=models.SET_NULL, related_name="+")
+    revision = models.PositiveIntegerField(_("revision"))
+    error = models.JSONField(_("error"), null=True, blank=True)
+    data = models.JSONField(_("data"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("time"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("workflow event")
+        verbose_name_plural = _("workflow events")
+        ordering = ["instance", "sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "sequence"],
+                                    name="dwf_event_instance_sequence"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.sequence} {self.type}"
+
+
+class IdempotencyKey(models.Model):
+    """The first answer to a request made with an ``Idempotency-Key``."""
+
+    # Whose key it is: "user:<pk>", or "" for calls made without a user.
+    scope = models.CharField(max_length=100, blank=True, default="")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)  # what the request asked, hashed
+    instance = models.ForeignKey(WorkflowInstance, null=True, blank=True,
+                                 on_delete=models.CASCADE, related_name="+")
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        verbose_name = _("idempotency key")
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "key"], name="dwf_idempotency_scope_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class AttemptStatus(models.TextChoices):
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    FINISHED = "finished", _("Finished")
+    INTERRUPTED = "interrupted", _("Interrupted")  # its worker stopped sending heartbeats
+    DROPPED = "dropped", _("Dropped")  # stopped before it ran, or its result was stale
+
+
+class Attempt(models.Model):
+    """One run of background work (an operation attempt, a branch, a compensation).
+
+    The worker writes its heartbeat, progress and log lines here, never on the
+    instance row, so a busy operation does not hold up commands.
+    """
+
+    token = models.CharField(max_length=64, primary_key=True)
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE,
+                                 related_name="attempts")
+    kind = models.CharField(max_length=20)
+    target = models.CharField(max_length=400)
+    number = models.PositiveIntegerField(default=1)
+    status = models.CharField(max_length=20, choices=AttemptStatus.choices,
+                              default=AttemptStatus.QUEUED)
+    live_status = models.CharField(max_length=20, blank=True, default="")
+    timeout = models.FloatField(null=True, blank=True)
+    stop_reason = models.TextField(blank=True, default="")
+    progress = models.JSONField(null=True, blank=True)
+    logs = models.JSONField(default=list, blank=True)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    enqueued_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "heartbeat_at"], name="dwf_attempt_heartbeat"),
+            models.Index(fields=["status", "enqueued_at"], name="dwf_attempt_enqueued"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.target} #{self.number}"
+
+
+class Deadline(models.Model):
+    """A timer (step timeout, attempt timeout, retry delay), fired by the sweep."""
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE,
+                                 related_name="deadlines")
+    kind = models.CharField(max_length=20)
+    token = models.CharField(max_length=64)
+    due_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["token", "kind"], name="dwf_deadline_token_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at {self.due_at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,123 @@
+"""The worker's side of the service: claim an attempt, report how it ended,
+and fire what fell due (deadlines, expired heartbeats). Each is one short
+transaction under the instance's row lock; user code never runs inside one.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .. import engine
+from ..conf import workflow_settings
+from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from .commands import _after_commit, _env
+from .locking import busy_as_error, lock_tree
+from .persistence import load_chain, save_outcome
+
+logger = logging.getLogger("django_workflows")
+
+
+def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = False,
+           still_due: int | None = None
+           ) -> tuple[engine.Outcome, engine.WorkflowSnapshot, engine.Workflow] | None:
+    """Apply an internal command under the lock.
+
+    None when ``skip_locked`` found the instance busy, or when the deadline
+    ``still_due`` was fired or cleared by someone else meanwhile.
+    """
+    if skip_locked:
+        root = WorkflowInstance.objects.select_for_update(skip_locked=True).filter(
+            pk=_root_of(instance_id)).first()
+        if root is None:
+            return None
+    chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
+    # Deadline rows are locked after the instance, as commands do: never a deadlock.
+    if still_due is not None and not Deadline.objects.filter(pk=still_due).exists():
+        return None
+    definition, tree = load_chain(chain)
+    outcome = engine.apply(definition, tree, command, _env(None), target=str(instance_id))
+    saved = save_outcome(chain, tree, outcome)
+    _after_commit(saved)
+    return outcome, tree, definition
+
+
+def _root_of(instance_id: Any) -> Any:
+    current = instance_id
+    while True:
+        parent = WorkflowInstance.objects.filter(pk=current).values_list("parent_id", flat=True)
+        found = list(parent)
+        if not found or found[0] is None:
+            return current
+        current = found[0]
+
+
+def claim_attempt(token: str, worker: str = "") -> engine.Work | None:
+    """Claim a queued attempt; the work to run, or None when it is stale or taken."""
+    attempt = Attempt.objects.filter(token=token).only("instance_id", "status").first()
+    if attempt is None or attempt.status != AttemptStatus.QUEUED:
+        logger.info("Attempt %s is not queued (%s); not running it", token,
+                    attempt.status if attempt else "unknown")
+        return None
+    with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
+        applied = _apply(attempt.instance_id, engine.AttemptStarted(token))
+        assert applied is not None
+        outcome, _tree, definition = applied
+        if not outcome.moved:
+            Attempt.objects.filter(token=token).update(status=AttemptStatus.DROPPED,
+                                                       finished_at=timezone.now())
+            logger.info("Attempt %s is stale (%s); not running it", token, outcome.message)
+            return None
+        now = timezone.now()
+        Attempt.objects.filter(token=token).update(
+            status=AttemptStatus.RUNNING, claimed_at=now, heartbeat_at=now, worker=worker,
+            live_status="running")
+        definitions = engine.definitions_of(definition, outcome.snapshot, _env(None).resolve)
+        return engine.find_work(definitions, outcome.snapshot, token)
+
+
+def finish_attempt(token: str, result: engine.AttemptOutcome) -> bool:
+    """Record how an attempt ended; False when its token was stale (result dropped)."""
+    attempt = Attempt.objects.filter(token=token).only("instance_id").first()
+    if attempt is None:
+        return False
+    with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
+        applied = _apply(attempt.instance_id, engine.AttemptFinished(token, result))
+        assert applied is not None
+        outcome = applied[0]
+        status = AttemptStatus.FINISHED if outcome.moved else AttemptStatus.DROPPED
+        Attempt.objects.filter(token=token).update(status=status, finished_at=timezone.now(),
+                                                   live_status="")
+    if not outcome.moved:
+        logger.warning("Dropped the stale result of attempt %s: %s", token, outcome.message)
+    return outcome.moved
+
+
+def interrupt_attempt(token: str) -> bool:
+    """The attempt's worker died: apply the interruption rules."""
+    attempt = Attempt.objects.filter(token=token).only("instance_id").first()
+    if attempt is None:
+        return False
+    with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
+        applied = _apply(attempt.instance_id, engine.AttemptInterrupted(token))
+        assert applied is not None
+        Attempt.objects.filter(token=token).update(status=AttemptStatus.INTERRUPTED,
+                                                   finished_at=timezone.now(), live_status="")
+    return applied[0].moved
+
+
+def fire_deadline(deadline_id: int) -> bool:
+    """Fire one due deadline; False if another sweep or a command got there first."""
+    deadline = Deadline.objects.filter(pk=deadline_id).first()
+    if deadline is None:
+        return False
+    with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
+        applied = _apply(deadline.instance_id, engine.DeadlineDue(deadline.kind, deadline.token),
+                         skip_locked=True, still_due=deadline_id)
+        if applied is None:
+            return False  # busy, or already done: the next sweep looks again
+        Deadline.objects.filter(pk=deadline_id).delete()
+        return applied[0].moved

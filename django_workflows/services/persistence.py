@@ -1,0 +1,186 @@
+"""Rows and snapshots: load a locked chain into the engine, save what changed."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils import timezone
+
+from .. import engine, registry
+from ..conf import workflow_settings
+from ..exceptions import StateTooLarge, UnknownWorkflow
+from ..models import Attempt, AttemptStatus, Deadline, WorkflowEvent, WorkflowInstance
+
+# Engine fields kept in their own columns rather than in ``snapshot``.
+COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "parent_id",
+           "parent_step", "started_at", "completed_at", "nested")
+
+
+def to_epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def to_datetime(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, tz=UTC) if value is not None else None
+
+
+def definition_of(workflow_id: str) -> engine.Workflow:
+    definition = registry.find(workflow_id)
+    if definition is None:
+        raise UnknownWorkflow(f'No workflow "{workflow_id}" is registered')
+    return definition
+
+
+def persisted(row: WorkflowInstance) -> dict[str, Any]:
+    """A row in the engine's JSON shape."""
+    data = {key: value for key, value in row.snapshot.items() if key != "nested_id"}
+    data.update(id=str(row.pk), workflow=row.workflow, version=row.version, status=row.status,
+                state=row.state, current_step=row.current_step or None,
+                parent_id=str(row.parent_id) if row.parent_id else None,
+                parent_step=row.parent_step or None, started_at=to_epoch(row.started_at),
+                completed_at=to_epoch(row.completed_at))
+    return data
+
+
+def load_chain(rows: list[WorkflowInstance]) -> tuple[engine.Workflow, engine.WorkflowSnapshot]:
+    """The root's definition and the tree of snapshots (each migrated if need be)."""
+    snapshots = [engine.load(definition_of(row.workflow), persisted(row), nested=index > 0)
+                 for index, row in enumerate(rows)]
+    tree = None
+    for snapshot in reversed(snapshots):
+        tree = replace(snapshot, nested=tree)
+    assert tree is not None
+    return definition_of(rows[0].workflow), tree
+
+
+def _apply_to_row(row: WorkflowInstance, node: engine.WorkflowSnapshot) -> list[str]:
+    """Copy a snapshot onto its row; the names of the columns that changed."""
+    data = engine.to_json(node)
+    rest = {key: value for key, value in data.items() if key not in COLUMNS}
+    if node.nested is not None:
+        rest["nested_id"] = node.nested.id
+    values = {
+        "version": node.version, "status": node.status, "state": data["state"],
+        "current_step": node.current_step or "", "snapshot": rest,
+        "started_at": to_datetime(node.started_at),
+        "completed_at": to_datetime(node.completed_at),
+    }
+    changed = []
+    for name, value in values.items():
+        if getattr(row, name) != value:
+            setattr(row, name, value)
+            changed.append(name)
+    return changed
+
+
+def check_state_size(state: Any) -> None:
+    limit = workflow_settings.MAX_STATE_BYTES
+    size = len(json.dumps(state, separators=(",", ":")).encode())
+    if size > limit:
+        raise StateTooLarge(size, limit)
+
+
+@dataclass
+class Saved:
+    rows: dict[str, WorkflowInstance]
+    events: list[WorkflowEvent] = field(default_factory=list)
+    dispatch: list[str] = field(default_factory=list)  # attempt tokens to hand to the runner
+
+
+def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
+                 outcome: engine.Outcome, *, actor: Any = None) -> Saved:
+    """Write the changed instances (revision + 1), their events, and the effects' rows."""
+    rows = {str(row.pk): row for row in chain}
+    old_states = {}
+    node: engine.WorkflowSnapshot | None = before
+    while node is not None:
+        old_states[node.id] = node.state
+        node = node.nested
+    events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
+    for event in outcome.events:
+        events_by_instance[event.instance_id].append(event)
+    now = timezone.now()
+    saved = Saved(rows=rows)
+    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot)}
+    node = outcome.snapshot
+    while node is not None:
+        if node.id in changed_ids or node.id in events_by_instance:
+            if node.state is not old_states.get(node.id):
+                check_state_size(node.state)
+            saved.events += _save_node(rows, node, events_by_instance[node.id], now, actor)
+        node = node.nested
+    WorkflowEvent.objects.bulk_create(saved.events)
+    saved.dispatch = _store_effects(outcome.effects)
+    return saved
+
+
+def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
+               events: list[engine.Event], now: datetime, actor: Any) -> list[WorkflowEvent]:
+    row = rows.get(node.id)
+    if row is None:  # a nested child started by this command
+        row = WorkflowInstance(id=node.id, workflow=node.workflow, version=node.version,
+                               parent_id=node.parent_id, parent_step=node.parent_step or "",
+                               created_at=now)
+        _apply_to_row(row, node)
+        row.revision, row.updated_at, row.last_event = 1, now, len(events)
+        row.save(force_insert=True)
+        rows[node.id] = row
+        first = 1
+    else:
+        changed = _apply_to_row(row, node)
+        row.revision += 1
+        first = row.last_event + 1
+        row.last_event += len(events)
+        row.updated_at = now
+        row.save(update_fields=[*changed, "revision", "last_event", "updated_at"])
+    return [
+        WorkflowEvent(instance=row, sequence=first + index, type=event.type,
+                      step=event.step or "", actor=actor, revision=row.revision,
+                      error=event.error, data=dict(event.data), created_at=now)
+        for index, event in enumerate(events)
+    ]
+
+
+def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
+    """Attempt and deadline rows for the effects; the tokens to dispatch after commit."""
+    attempts: dict[str, Attempt] = {}
+    stops: dict[str, str] = {}
+    deadlines: dict[tuple[str, str], Deadline] = {}
+    cleared: set[str] = set()
+    for effect in effects:
+        if isinstance(effect, engine.RunAttempt):
+            attempts[effect.token] = Attempt(
+                token=effect.token, instance_id=effect.instance_id, kind=effect.kind,
+                target=effect.target, number=effect.attempt, timeout=effect.timeout)
+        elif isinstance(effect, engine.StopAttempt):
+            stops[effect.token] = effect.reason
+        elif isinstance(effect, engine.SetDeadline):
+            deadlines[(effect.token, effect.kind)] = Deadline(
+                instance_id=effect.instance_id, kind=effect.kind, token=effect.token,
+                due_at=to_datetime(effect.at))
+        elif isinstance(effect, engine.ClearDeadline):
+            cleared.add(effect.token)
+            deadlines = {key: d for key, d in deadlines.items() if key[0] != effect.token}
+    for token, reason in stops.items():
+        if token in attempts:  # stopped in the command that queued it: it never runs
+            attempts[token].status, attempts[token].stop_reason = AttemptStatus.DROPPED, reason
+    if cleared:
+        Deadline.objects.filter(token__in=cleared).delete()
+    if deadlines:
+        Deadline.objects.bulk_create(deadlines.values())
+    if attempts:
+        Attempt.objects.bulk_create(attempts.values())
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for token, reason in stops.items():
+        if token not in attempts:
+            by_reason[reason].append(token)
+    for reason, tokens in by_reason.items():
+        Attempt.objects.filter(token__in=tokens).update(stop_reason=reason)
+        # One that no worker claimed yet never will: the claim would be refused.
+        Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
+            status=AttemptStatus.DROPPED)
+    return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]

@@ -1,0 +1,135 @@
+"""Running one attempt in a worker: claim it, run the user code, report how it ended.
+
+While the code runs, a heartbeat (with the progress and the newest log lines)
+is written to the attempt's own row, never to the instance's, at most once
+per ``PROGRESS_INTERVAL``; the same write reads whether the work was told to
+stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from . import engine
+from .conf import workflow_settings
+from .engine.stepwork import MAX_LOGS
+from .models import Attempt
+from .services.attempts import claim_attempt, finish_attempt
+
+logger = logging.getLogger("django_workflows")
+
+WORKER_NAME = f"{socket.gethostname()}:{os.getpid()}"
+
+
+class DatabaseSink:
+    """An :class:`~django_workflows.engine.AttemptSink` backed by the attempt's row."""
+
+    def __init__(self, token: str, *, threaded: bool) -> None:
+        self.token = token
+        self.threaded = threaded
+        self.interval = float(workflow_settings.PROGRESS_INTERVAL)
+        self.heartbeat_every = float(workflow_settings.HEARTBEAT_INTERVAL)
+        self._lock = threading.Lock()
+        self._status: str | None = None
+        self._progress: engine.Progress | None = None
+        self._logs: list[str] = []
+        self._dirty = False
+        self._reason: str | None = None
+        self._last_write = time.monotonic()
+        self._last_check = 0.0
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the AttemptSink protocol ------------------------------------------
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def stop_reason(self) -> str | None:
+        if not self.threaded and time.monotonic() - self._last_check >= self.interval:
+            self._write(force=False)
+        return self._reason
+
+    def report(self, *, status: str | None, progress: engine.Progress | None,
+               logs: list[str]) -> None:
+        with self._lock:
+            if status:
+                self._status = status
+            if progress is not None:
+                self._progress = progress
+            if logs:
+                self._logs = (self._logs + logs)[-MAX_LOGS:]
+            self._dirty = True
+        if not self.threaded:
+            self._write(force=False)
+
+    # -- writing -------------------------------------------------------------
+
+    def _write(self, *, force: bool) -> None:
+        """One UPDATE (heartbeat, progress, logs) or one SELECT of the stop flag."""
+        now = time.monotonic()
+        if not force and now - max(self._last_write, self._last_check) < self.interval:
+            return
+        with self._lock:
+            dirty, self._dirty = self._dirty, False
+            values: dict[str, Any] = {"live_status": self._status or "running",
+                                      "progress": asdict(self._progress)
+                                      if self._progress else None,
+                                      "logs": list(self._logs)}
+        rows = Attempt.objects.filter(token=self.token)
+        if dirty or force or now - self._last_write >= self.heartbeat_every:
+            rows.update(heartbeat_at=timezone.now(), **values)
+            self._last_write = now
+        self._last_check = now
+        reason = rows.values_list("stop_reason", flat=True).first()
+        self._reason = reason or None
+
+    def _beat(self) -> None:
+        try:
+            while not self._done.wait(self.interval):
+                try:
+                    self._write(force=False)
+                except Exception:  # a lost connection must not kill the heartbeat
+                    logger.exception("Heartbeat of attempt %s failed", self.token)
+                    close_old_connections()
+        finally:
+            connection.close()
+
+    def start(self) -> None:
+        if self.threaded:
+            self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{self.token}",
+                                            daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._write(force=True)
+
+
+def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
+    """Run the attempt ``token`` names; False when it was stale or already taken."""
+    work = claim_attempt(token, worker=WORKER_NAME)
+    if work is None:
+        return False
+    sink = DatabaseSink(token, threaded=heartbeat_thread)
+    sink.start()
+    try:
+        outcome = engine.execute(work, sink, flush_interval=sink.interval)
+    finally:
+        sink.close()
+    finish_attempt(token, outcome)
+    return True

@@ -1,0 +1,80 @@
+"""Workflows the service, API and admin tests drive (autodiscovered)."""
+
+from __future__ import annotations
+
+from django_workflows import Branch, Operation, Step, Transition, Workflow
+
+from .models import Note
+
+
+def _require_email(ctx):
+    return None if ctx.state.get("email") else "Email is required"
+
+
+def _write_note_then_fail(ctx):
+    Note.objects.create(text="written by a failing hook")
+    raise RuntimeError("enter exploded")
+
+
+wizard = Workflow(
+    id="wizard", version=1, title="Wizard",
+    initial={"email": "", "plan": None},
+    state_schema={
+        "type": "object",
+        "properties": {"email": {"type": "string", "maxLength": 200},
+                       "plan": {"type": ["string", "null"], "enum": [None, "free", "pro"]},
+                       "age": {"type": "integer", "minimum": 0}},
+    },
+    steps=[
+        Step("account", validate=_require_email),
+        Step("plan", when=lambda ctx: ctx.state.get("email", "").endswith(".com")),
+        Step("confirm"),
+    ],
+    transitions=[Transition("account", "plan"), Transition("plan", "confirm")],
+)
+
+long_manual = Workflow(
+    id="long-manual", version=1, title="Forty manual steps",
+    steps=[Step(f"s{i}") for i in range(40)],
+    transitions=[Transition(f"s{i}", f"s{i + 1}") for i in range(39)],
+)
+
+failing_hook = Workflow(
+    id="failing-hook", version=1,
+    steps=[Step("first"), Step("second", enter=_write_note_then_fail)],
+    transitions=[Transition("first", "second")],
+)
+
+
+def _charge(ctx):
+    ctx.progress(1, 2, "charging")
+    ctx.log("charged")
+    return {"charge": "ch_1"}
+
+
+calls: list[str] = []
+
+back_office = Workflow(
+    id="back-office", version=1,
+    steps=[
+        Step("pay", advance="auto",
+             operations=[Operation("charge", run=_charge,
+                                   rollback=lambda result, ctx: calls.append(f"refund {result}"))]),
+        Step("ship", advance="auto",
+             parallel=[Branch("stock", run=lambda ctx: calls.append("stock"),
+                              compensate=lambda ctx: calls.append("unstock")),
+                       Branch("courier", run=lambda ctx: calls.append("courier"))]),
+        Step("done"),
+    ],
+    transitions=[Transition("pay", "ship"), Transition("ship", "done")],
+)
+
+child = Workflow(id="child-check", version=1,
+                 steps=[Step("review"), Step("decide")],
+                 transitions=[Transition("review", "decide")])
+
+parent = Workflow(
+    id="parent", version=1,
+    steps=[Step("intro"), Step("check", nested=child, advance="auto"), Step("finish")],
+    transitions=[Transition("intro", "check"), Transition("check", "finish")],
+)
