@@ -209,7 +209,7 @@ def check_state(schema: Any, value: Any) -> dict[str, Any]:
         raise Refused("invalid_state", "The state must be a JSON object",
                       [FieldError("", f"expected an object, got {type(value).__name__}")])
     try:
-        state = json.loads(json.dumps(dict(value)))
+        state = json.loads(json.dumps(dict(value), allow_nan=False))  # NaN is not JSON
     except (TypeError, ValueError) as error:
         raise Refused("invalid_state", f"The state is not JSON: {error_message(error)}",
                       [FieldError("", error_message(error))]) from None
