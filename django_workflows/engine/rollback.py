@@ -16,7 +16,7 @@ from typing import Any
 from .commands import AttemptOutcome
 from .definition import Operation
 from .machine import MachineCore, Refused
-from .outcome import RunAttempt
+from .outcome import RunAttempt, StopAttempt
 from .snapshot import OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
 from .stepwork import INTERRUPTED_WORKFLOW
 
@@ -131,7 +131,8 @@ class RollbackMixin(MachineCore):
                     return
                 continue
             token = self.new_token()
-            self.put_item(index, replace(item, status="running", token=token, error=None))
+            self.put_item(index, replace(item, status="running", token=token, error=None,
+                                         claimed=False))
             self.effect(RunAttempt(self.snap.id, token, "compensation", item.label))
             return
 
@@ -212,9 +213,11 @@ class RollbackMixin(MachineCore):
         for index, item in enumerate(plan.items):
             if item.status != "running":
                 continue
-            if item.token:
+            if item.token and item.claimed:
                 self.add_stopping(item.token, "compensation", item.label, reason)
-            self.put_item(index, replace(item, status="pending", token=None))
+            elif item.token:  # no worker took it yet: it never will
+                self.effect(StopAttempt(self.snap.id, item.token, reason))
+            self.put_item(index, replace(item, status="pending", token=None, claimed=False))
 
     def finish_rollback(self) -> None:
         """Every compensation ran: the instance is idle again with a fresh initial state."""

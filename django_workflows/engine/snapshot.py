@@ -70,6 +70,7 @@ class BranchSnapshot:
     status: BranchStatus
     error: str | None = None
     token: str | None = None
+    claimed: bool = False  # a worker took it: a stop must wait for that worker
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class RollbackItem:
     status: Literal["pending", "running", "done", "failed"] = "pending"
     token: str | None = None
     error: str | None = None
+    claimed: bool = False  # a worker took it: a stop must wait for that worker
 
     @property
     def label(self) -> str:

@@ -214,8 +214,10 @@ class StepWorkMixin(MachineCore):
         for branch in self.snap.parallel:
             if branch.status != "running" or (step is not None and branch.step != step):
                 continue
-            if branch.token:
+            if branch.token and branch.claimed:
                 self.add_stopping(branch.token, "branch", f"{branch.step}:{branch.id}", reason)
+            elif branch.token:  # no worker took it yet: it never will
+                self.effect(StopAttempt(self.snap.id, branch.token, reason))
             self.put_branch(replace(branch, status="cancelled", error=reason, token=None))
 
     def add_stopping(self, token: str | None, kind: Any, target: str, reason: str,
@@ -257,8 +259,15 @@ class StepWorkMixin(MachineCore):
                 self.effect(SetDeadline(self.snap.id, "attempt-timeout", token,
                                         self.env.now + definition.timeout))
             return
-        if kind in ("branch", "compensation"):
-            return  # nothing to record: the token says it may run
+        if kind == "branch" and not owner.claimed:  # recorded in place: a claim is no mark
+            self.set(parallel=tuple(replace(b, claimed=True) if b is owner else b
+                                    for b in self.snap.parallel))
+            return
+        if kind == "compensation" and not owner.claimed and self.snap.rollback is not None:
+            plan = self.snap.rollback
+            self.set(rollback=replace(plan, items=tuple(
+                replace(i, claimed=True) if i is owner else i for i in plan.items)))
+            return
         raise Refused("stale_attempt", f"Attempt {token} was already claimed or stopped")
 
     def attempt_finished(self, token: str, outcome: AttemptOutcome) -> None:
