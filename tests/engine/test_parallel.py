@@ -210,3 +210,17 @@ def test_succeeded_branches_are_not_run_again_when_the_step_is_reentered():
 
     assert calls == ["branch"]
     assert types(x, i).count("step-enter") == 3
+
+
+def test_a_second_claim_of_a_running_branch_is_refused_so_it_never_runs_twice():
+    calls = Calls()
+    wf = Workflow("wf", steps=[Step("work", parallel=[Branch("b", run=calls.hook("b"))])])
+    x, i = started(wf, autorun=False)
+    (run,) = x.pending
+    first = x.claim()
+    x.pending.append(run)  # the queue delivers the same message again
+
+    assert x.claim(run.token) is None
+    x.finish(first)
+    assert calls == ["b"]
+    assert branch_statuses(x, i) == {"b": "succeeded"}

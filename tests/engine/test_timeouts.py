@@ -437,3 +437,18 @@ def test_a_result_returned_after_the_attempt_deadline_counts_as_a_timeout():
     assert operation.status == "failed"
     assert operation.error.message == ATTEMPT_TIMEOUT
     assert operation.result is None
+
+
+def test_a_step_timeout_withdraws_branches_not_yet_claimed_so_retry_can_go_on():
+    calls = Calls()
+    wf = Workflow("wf", steps=[Step("work", timeout=60, parallel=[
+        Branch("a", run=calls.hook("a")), Branch("b", run=calls.hook("b"))])])
+    x, i = started(wf, autorun=False)
+
+    x.advance(60)
+
+    assert x.pending == []
+    assert x.snapshot(i).stopping == ()
+    assert x.retry(i).moved
+    x.run_pending()
+    assert sorted(calls) == ["a", "b"]
