@@ -85,6 +85,14 @@ def _sqlite_directory() -> Path:
 if os.environ.get("DATABASE_URL"):
     # CONN_MAX_AGE 0: tests open and close connections (threads, live servers).
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        # One test database per run (inherited by child processes), so that two runs on one
+        # server do not drop each other's database.
+        _run = os.environ.setdefault("DWF_TEST_RUN_ID", str(os.getpid()))
+        DATABASES["default"].setdefault("TEST", {})
+        DATABASES["default"]["TEST"].setdefault(
+            "NAME", f"test_{DATABASES['default']['NAME']}_{_run}"
+        )
 else:
     _directory = _sqlite_directory()
     DATABASES = {
