@@ -536,3 +536,42 @@ def test_a_failing_compensation_in_the_child_stops_the_parents_rollback():
 
     assert calls == ["refund", "refund", "first"]
     assert x.snapshot(i).status == "idle"
+
+
+def test_a_second_claim_of_a_running_compensation_is_refused():
+    calls = Calls()
+    x, i = at_last_step(two_step_compensations(calls), autorun=False)
+    x.rollback(i)
+    (run,) = x.pending
+    token = x.claim()
+    x.pending.append(run)  # the queue delivers the same message again
+
+    assert x.claim(run.token) is None
+    x.finish(token)
+    x.run_pending()
+    assert calls == ["c", "b", "a"]
+
+
+def test_cancel_during_the_childs_rollback_then_rollback_resumes_both():
+    calls = Calls()
+    child = chain(Step("k1", compensate=calls.hook("k1")),
+                  Step("k2", compensate=calls.hook("k2")), Step("k3"), workflow_id="child")
+    wf = chain(Step("first", compensate=calls.hook("first")), Step("nest", nested=child),
+               workflow_id="parent")
+    x, i = started(wf, autorun=False)
+    for _ in range(3):
+        x.next(i)
+    child_id = x.snapshot(i).nested.id
+    assert x.snapshot(child_id).current_step == "k3"
+    x.rollback(i)
+    running = x.claim()  # the child's k2 compensation
+
+    x.cancel(i)
+    assert (x.snapshot(i).status, x.snapshot(child_id).status) == ("cancelled", "cancelled")
+    assert x.rollback(i).code == "still_stopping"
+    x.finish(running)  # k2 finishes anyway: done
+
+    assert x.rollback(i).moved
+    x.run_pending()
+    assert calls == ["k2", "k1", "first"]
+    assert x.snapshot(i).status == "idle"

@@ -9,6 +9,7 @@ from django_workflows.engine import (
     AttemptOutcome,
     Branch,
     Cancelled,
+    DeadlineDue,
     Operation,
     OperationTimeoutError,
     Step,
@@ -452,3 +453,44 @@ def test_a_step_timeout_withdraws_branches_not_yet_claimed_so_retry_can_go_on():
     assert x.retry(i).moved
     x.run_pending()
     assert sorted(calls) == ["a", "b"]
+
+
+# -- stale deadlines --------------------------------------------------------
+
+
+def test_a_step_deadline_that_fires_after_the_work_finished_is_refused_as_stale():
+    x, i = started(slow_step(), autorun=False)
+    (deadline,) = x.deadlines.values()
+    x.run_pending()
+    before = x.snapshot(i)
+
+    outcome = x.command(i, DeadlineDue("step-timeout", deadline.token))
+
+    assert (outcome.moved, outcome.code) == (False, "stale_deadline")
+    assert x.snapshot(i) == before
+
+
+def test_an_attempt_deadline_that_fires_after_the_attempt_finished_is_refused_as_stale():
+    x, i = started(timing_out(), autorun=False)
+    token = x.claim()
+    x.finish(token)
+    before = x.snapshot(i)
+
+    outcome = x.command(i, DeadlineDue("attempt-timeout", token))
+
+    assert (outcome.moved, outcome.code) == (False, "stale_deadline")
+    assert x.snapshot(i) == before
+
+
+def test_a_retry_deadline_that_fires_after_a_cancel_is_refused_as_stale():
+    x, i = started(one_operation(Operation("op", run=Calls().failing("op"), retries=1,
+                                           retry_delay=5)))
+    token = op(x, i, "op").token
+    x.cancel(i)
+    before = x.snapshot(i)
+
+    outcome = x.command(i, DeadlineDue("retry", token))
+
+    assert (outcome.moved, outcome.code) == (False, "stale_deadline")
+    assert x.snapshot(i) == before
+    assert x.pending == []
