@@ -9,6 +9,7 @@ from django_workflows.engine import (
     AttemptOutcome,
     AttemptStarted,
     Operation,
+    StaleOperation,
     Step,
 )
 
@@ -627,3 +628,69 @@ def test_a_failed_operation_starts_again_from_its_first_attempt_on_retry(retries
 
     assert attempts == [*range(1, retries + 2), 1]
     assert op(x, i, "op").status == "succeeded"
+
+
+def test_a_child_that_outlives_its_own_timeout_is_retried_within_the_parent_attempt():
+    attempts = []
+
+    def child_run(ctx):
+        attempts.append(ctx.attempt)
+        if ctx.attempt == 1:
+            x.clock.advance(11)  # longer than the child's timeout
+        return f"child attempt {ctx.attempt}"
+
+    child = Operation("child", run=child_run, retries=1, timeout=10)
+    x, i = started(one_operation(Operation("parent", run=lambda ctx: ctx.run_child(child))),
+                   autorun=False)
+    x.finish(x.claim())
+
+    assert attempts == [1, 2]
+    assert op(x, i, "parent").result == "child attempt 2"
+
+
+def test_a_child_is_not_retried_once_its_parent_attempt_timed_out():
+    attempts = []
+
+    def child_run(ctx):
+        attempts.append(ctx.attempt)
+        x.clock.advance(31)  # past the parent's timeout
+        raise RuntimeError("child failed")
+
+    child = Operation("child", run=child_run, retries=5)
+    x, i = started(one_operation(Operation("parent", run=lambda ctx: ctx.run_child(child),
+                                           timeout=30)), autorun=False)
+    x.finish(x.claim())
+
+    assert attempts == [1]
+    assert op(x, i, "parent").error.message == "Operation timed out after 30s"
+
+
+# -- a finished attempt is fenced -------------------------------------------
+
+
+def test_a_finished_attempt_can_no_longer_start_children_or_wait():
+    kept = []
+    x, i = started(one_operation(Operation("op", run=lambda ctx: kept.append(ctx))))
+    (ctx,) = kept
+
+    with pytest.raises(StaleOperation, match="Stale operation"):
+        ctx.run_child(Operation("late-child", run=lambda c: 1))
+    with pytest.raises(StaleOperation):
+        ctx.wait_for(lambda: 1)
+    assert op(x, i, "op").children == ()
+
+
+def test_progress_and_logs_of_a_finished_attempt_are_ignored():
+    kept = []
+
+    def run(ctx):
+        kept.append(ctx)
+        ctx.log("in time")
+
+    x, i = started(one_operation(Operation("op", run=run)))
+
+    kept[0].log("too late")
+    kept[0].progress(9, 9)
+    assert kept[0].logs == ["in time"]
+    assert kept[0].last_progress is None
+    assert op(x, i, "op").logs == ("in time",)
