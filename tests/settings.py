@@ -9,6 +9,7 @@ that threads (and child processes) share it.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -108,3 +109,34 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("TEST", {})
     if DATABASES["default"]["TEST"].get("NAME") in (None, "", ":memory:"):
         DATABASES["default"]["TEST"]["NAME"] = str(_sqlite_directory() / "test.sqlite3")
+
+# django-q2, when installed: its tables exist in the test database so a real
+# `qcluster` subprocess (tests/qcluster.py) can share it. Tests run background
+# work in-process unless they start a cluster and choose the django-q2 runner.
+if importlib.util.find_spec("django_q") is not None:
+    INSTALLED_APPS.append("django_q")
+    _broker = os.environ.get("DWF_Q_BROKER", "orm")
+    Q_CLUSTER = {
+        "name": os.environ.get("DWF_Q_NAME", "dwf-tests"),
+        "workers": int(os.environ.get("DWF_Q_WORKERS", "2")),
+        "timeout": 60,
+        "retry": 120,
+        "max_attempts": 1,
+        "poll": 0.05,
+        "catch_up": False,
+        "ack_failures": True,
+        "scheduler": False,
+        **({"redis": {"host": "127.0.0.1", "port": 6379,
+                      "db": int(os.environ.get("DWF_REDIS_DB", "5"))}}
+           if _broker == "redis" else {"orm": "default"}),
+    }
+
+DJANGO_WORKFLOWS = {
+    "RUNNER": os.environ.get("DWF_RUNNER", "django_workflows.runners.immediate.Runner"),
+    "HEARTBEAT_INTERVAL": float(os.environ.get("DWF_HEARTBEAT_INTERVAL", "5")),
+    "HEARTBEAT_TIMEOUT": float(os.environ.get("DWF_HEARTBEAT_TIMEOUT", "60")),
+    "SWEEP_INTERVAL": float(os.environ.get("DWF_SWEEP_INTERVAL", "5")),
+}
+
+# Threads and subprocesses in tests open connections on purpose.
+SILENCED_SYSTEM_CHECKS = ["django_workflows.W002"]

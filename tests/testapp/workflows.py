@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_workflows import Branch, Operation, Step, Transition, Workflow
 
+from . import background  # noqa: F401 - registers the workflows of the qcluster tests
 from .models import Note
 
 

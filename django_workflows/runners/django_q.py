@@ -1,0 +1,36 @@
+"""Runs background work on django-q2 workers (``manage.py qcluster``).
+
+Only attempt tokens go to the broker. django-q2 is a dumb executor: our own
+tables say what runs and what happened, so a lost, repeated or late task
+changes nothing (the claim is refused) and a lost one is handed out again by
+the sweep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.conf import settings
+
+from ..conf import workflow_settings
+from ..models import Attempt
+
+TASK = "django_workflows.tasks.run_attempt"
+
+
+def task_timeout(attempt_timeout: float | None) -> int | None:
+    """Kill a task that outlived its attempt by more than a heartbeat timeout."""
+    if attempt_timeout:
+        return int(attempt_timeout + workflow_settings.HEARTBEAT_TIMEOUT) + 1
+    cluster_timeout = (getattr(settings, "Q_CLUSTER", {}) or {}).get("timeout")
+    return int(cluster_timeout) if cluster_timeout else None
+
+
+class Runner:
+    def enqueue(self, tokens: Sequence[str]) -> None:
+        from django_q.tasks import async_task
+
+        timeouts = dict(Attempt.objects.filter(token__in=tokens).values_list("token", "timeout"))
+        for token in tokens:
+            async_task(TASK, token, task_name=f"workflow attempt {token}",
+                       timeout=task_timeout(timeouts.get(token)))
