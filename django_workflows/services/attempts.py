@@ -88,7 +88,10 @@ def finish_attempt(token: str, result: engine.AttemptOutcome) -> bool:
         applied = _apply(attempt.instance_id, engine.AttemptFinished(token, result))
         assert applied is not None
         outcome = applied[0]
-        status = AttemptStatus.FINISHED if outcome.moved else AttemptStatus.DROPPED
+        # Told to stop (cancel, timeout): whatever it returned was discarded.
+        told_to_stop = Attempt.objects.filter(token=token).exclude(stop_reason="").exists()
+        status = (AttemptStatus.FINISHED if outcome.moved and not told_to_stop
+                  else AttemptStatus.DROPPED)
         Attempt.objects.filter(token=token).update(status=status, finished_at=timezone.now(),
                                                    live_status="")
     if not outcome.moved:
