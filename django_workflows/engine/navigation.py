@@ -70,6 +70,9 @@ class NavigationMixin(MachineCore):
         self.refuse_if_cancelled()
         if self.snap.status == "rolling-back":
             raise Refused("not_running", f"{self.name} is rolling back")
+        if self.snap.status == "completed" and self.snap.parent_id is not None:
+            # Its parent followed it (and may have gone on): a nested child does not run again.
+            raise Refused("completed", f"{self.name} is already completed")
         child = self.current_child()
         if child is not None and child.status == "running":
             try:
@@ -112,10 +115,15 @@ class NavigationMixin(MachineCore):
         self.refuse_if_cancelled()
         if self.snap.status == "rolling-back":
             raise Refused("not_running", f"{self.name} is rolling back")
+        if self.snap.status == "completed":  # it would run again, and complete twice
+            raise Refused("completed", f"{self.name} is already completed")
         if self.snap.current_step is None:
             raise Refused("no_current_step", f"{self.name} has no current step")
+        was_blocked = self.snap.status == "blocked"
         if self.validate_current():
             raise Refused("validation_failed", "; ".join(self.snap.errors))
+        if was_blocked:
+            self.resume_work()
 
     def update_state(self, value: Mapping[str, Any] | Callable[[dict[str, Any]], Any]) -> None:
         self.refuse_if_cancelled()
@@ -126,7 +134,12 @@ class NavigationMixin(MachineCore):
         self.emit("state-update", step=self.snap.current_step)
         if self.snap.status == "blocked":
             self.set(status="running", errors=())
-            self.advance_work()  # work that was blocked on this state goes on
+            self.resume_work()
+
+    def resume_work(self) -> None:
+        """An unblocked step goes on: its unfinished work runs (with a fresh timeout)."""
+        if self.snap.current_step is not None:
+            self.execute_step(include_enter=False)
 
     def retry(self) -> None:
         if self.snap.stopping:

@@ -28,8 +28,11 @@ class RollbackMixin(MachineCore):
             if any(s.reason == "Cancelled" for s in stopping):
                 raise Refused("still_stopping",
                               f"{self.name} cannot roll back while cancellation is pending")
-            raise Refused("still_stopping",
-                          f"{self.name} cannot roll back while a timed-out step is still stopping")
+            if any("timed out" in s.reason for s in stopping):
+                raise Refused("still_stopping", f"{self.name} cannot roll back while a "
+                                                "timed-out step is still stopping")
+            raise Refused("still_stopping", f"{self.name} cannot roll back while work it "
+                                            "left is still stopping")
         plan = self.snap.rollback
         if plan is not None:  # an interrupted rollback resumes where it stopped
             if any(item.status == "running" for item in plan.items):

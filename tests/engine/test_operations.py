@@ -694,3 +694,23 @@ def test_progress_and_logs_of_a_finished_attempt_are_ignored():
     assert kept[0].logs == ["in time"]
     assert kept[0].last_progress is None
     assert op(x, i, "op").logs == ("in time",)
+
+
+def test_a_step_blocked_by_validate_goes_on_with_its_work_once_validate_passes():
+    calls = Calls()
+    answers = iter(["Not yet", None])
+    wf = chain(Step("work", validate=lambda ctx: next(answers),
+                                    operations=[Operation("first", run=calls.run("first")),
+                                                Operation("second", run=calls.run("second"))]))
+    x, i = started(wf, autorun=False)
+    token = x.claim()
+
+    assert not x.validate(i).moved  # blocks while "first" runs
+    x.finish(token)
+    assert x.pending == []  # blocked: the next operation waits
+    assert x.validate(i).moved
+    x.run_pending()
+
+    assert calls == ["first", "second"]
+    assert op(x, i, "second").status == "succeeded"
+    assert x.snapshot(i).status == "running"

@@ -575,3 +575,18 @@ def test_cancel_during_the_childs_rollback_then_rollback_resumes_both():
     x.run_pending()
     assert calls == ["k2", "k1", "first"]
     assert x.snapshot(i).status == "idle"
+
+
+def test_rollback_is_refused_while_the_work_of_a_skipped_step_is_still_stopping():
+    wf = chain(Step("work", operations=[Operation("op", run=lambda c: 1)]), Step("next"))
+    x, i = started(wf, autorun=False)
+    token = x.claim()
+    x.skip(i)
+
+    outcome = x.rollback(i)
+
+    assert (outcome.moved, outcome.code) == (False, "still_stopping")
+    assert outcome.message == (
+        'Workflow "wf" cannot roll back while work it left is still stopping')
+    x.finish(token)
+    assert x.rollback(i).moved

@@ -494,3 +494,23 @@ def test_a_retry_deadline_that_fires_after_a_cancel_is_refused_as_stale():
     assert (outcome.moved, outcome.code) == (False, "stale_deadline")
     assert x.snapshot(i) == before
     assert x.pending == []
+
+
+def test_an_operation_rerun_after_update_state_unblocked_it_gets_a_fresh_step_deadline():
+    def needs_email(ctx):
+        if not ctx.state.get("email"):
+            ctx.block("An email address is needed")
+        return "sent"
+
+    wf = one_operation(Operation("op", run=needs_email), timeout=60)
+    x, i = started(wf, autorun=False)
+    x.finish(x.claim())
+    assert x.snapshot(i).status == "blocked"
+    x.advance(100)  # long after the first deadline would have fired
+
+    x.update_state(i, {"email": "ann@example.com"})
+    x.claim()
+    x.advance(60)
+
+    assert x.snapshot(i).status == "failed"
+    assert x.snapshot(i).errors == (STEP_TIMEOUT,)
