@@ -321,3 +321,62 @@ def test_an_enter_of_the_next_step_that_raises_fails_the_workflow_there():
     assert (snapshot.status, snapshot.current_step) == ("failed", "plan")
     assert snapshot.completed_steps == ("account",)
 
+
+
+# -- a step with a nested child ----------------------------------------------------------
+
+def with_child(*child_steps: Step) -> Workflow:
+    return chain(Step("account"), Step("setup", nested=chain(*child_steps, id="child")),
+                 Step("done"))
+
+
+def test_next_is_given_to_a_running_child_first():
+    x, instance = started(with_child(Step("c1"), Step("c2")))
+    x.next(instance)
+    child = x.snapshot(instance).nested
+
+    outcome = x.next(instance)
+
+    assert outcome.moved
+    assert x.snapshot(child.id).current_step == "c2"
+    assert x.snapshot(instance).current_step == "setup"
+
+
+def test_when_the_child_completes_the_parent_goes_on_in_the_same_next():
+    x, instance = started(with_child(Step("c1")))
+    x.next(instance)
+    child = x.snapshot(instance).nested
+
+    outcome = x.next(instance)
+
+    assert x.snapshot(child.id).status == "completed"
+    assert x.snapshot(instance).current_step == "done"
+    assert [(e.instance_id, e.type) for e in outcome.events][-3:] == [
+        (instance, "validate"), (instance, "step-leave"), (instance, "step-enter")]
+
+
+def test_a_child_that_does_not_validate_refuses_the_parents_next():
+    x, instance = started(with_child(Step("c1", validate=lambda ctx: "Street is required")))
+    x.next(instance)
+    child = x.snapshot(instance).nested
+
+    outcome = x.next(instance)
+
+    assert (outcome.moved, outcome.code) == (False, "validation_failed")
+    assert x.snapshot(child.id).status == "blocked"
+    assert (x.snapshot(instance).status, x.snapshot(instance).current_step) == ("running",
+                                                                                 "setup")
+
+
+def test_a_child_hook_that_raises_on_next_fails_the_child_and_the_parent_step():
+    x, instance = started(with_child(Step("c1", leave=raises("geocoder is down"))))
+    x.next(instance)
+    child = x.snapshot(instance).nested
+
+    outcome = x.next(instance)
+
+    assert x.snapshot(child.id).status == "failed"
+    snapshot = x.snapshot(instance)
+    assert (snapshot.status, snapshot.current_step) == ("failed", "setup")
+    assert snapshot.errors == ("geocoder is down",)
+    assert outcome.error == "geocoder is down"
