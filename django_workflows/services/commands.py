@@ -133,7 +133,7 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
         except engine.InvalidState as error:
             raise InvalidState(str(error), error.field_errors) from None
         check_state_size(snapshot.state)
-        row = WorkflowInstance(id=snapshot.id, workflow=definition.id,
+        row = WorkflowInstance(id=UUID(snapshot.id), workflow=definition.id,
                                version=definition.version, state=snapshot.state, owner=owner,
                                revision=1)
         row.save(force_insert=True)

@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from django.utils import timezone
 
@@ -122,8 +123,9 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
                events: list[engine.Event], now: datetime, actor: Any) -> list[WorkflowEvent]:
     row = rows.get(node.id)
     if row is None:  # a nested child started by this command
-        row = WorkflowInstance(id=node.id, workflow=node.workflow, version=node.version,
-                               parent_id=node.parent_id, parent_step=node.parent_step or "",
+        row = WorkflowInstance(id=UUID(node.id), workflow=node.workflow, version=node.version,
+                               parent_id=UUID(node.parent_id) if node.parent_id else None,
+                               parent_step=node.parent_step or "",
                                created_at=now)
         _apply_to_row(row, node)
         row.revision, row.updated_at, row.last_event = 1, now, len(events)
