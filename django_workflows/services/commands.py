@@ -8,7 +8,6 @@ commit hand new work to the runner and announce the events.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -16,7 +15,7 @@ from uuid import UUID
 
 from django.db import transaction
 
-from .. import engine
+from .. import clock, engine
 from ..conf import workflow_settings
 from ..exceptions import InvalidState, StaleRevision, WorkflowNotMoved
 from ..models import IdempotencyKey, WorkflowInstance
@@ -48,7 +47,7 @@ def _default_response(instance: WorkflowInstance | None, refusal: WorkflowNotMov
 
 
 def _env(user: Any) -> engine.Env:
-    return engine.Env(now=time.time(), call=call_in_savepoint, user=user,
+    return engine.Env(now=clock.now(), call=call_in_savepoint, user=user,
                       resolve=definition_of)
 
 

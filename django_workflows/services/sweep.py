@@ -8,8 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.utils import timezone
-
+from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline
 from .attempts import fire_deadline, interrupt_attempt
@@ -27,7 +26,7 @@ class SweepReport:
 
 
 def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
-    now = now or timezone.now()
+    now = now or clock.now_datetime()
     report = SweepReport()
     due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
     for deadline_id in list(due.values_list("pk", flat=True)[:limit]):
