@@ -80,7 +80,10 @@ def _apply_to_row(row: WorkflowInstance, node: engine.WorkflowSnapshot) -> list[
 
 def check_state_size(state: Any) -> None:
     limit = workflow_settings.MAX_STATE_BYTES
-    size = len(json.dumps(state, separators=(",", ":")).encode())
+    try:
+        size = len(json.dumps(state, separators=(",", ":")).encode())
+    except (TypeError, ValueError):
+        return  # not JSON: the engine refuses it as an invalid state, naming the problem
     if size > limit:
         raise StateTooLarge(size, limit)
 
