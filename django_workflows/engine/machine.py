@@ -140,6 +140,17 @@ class MachineCore:
 
     # -- shared moves -------------------------------------------------------
 
+    def still_stopping(self, action: str, stopping: Iterable[Any]) -> Refused:
+        """The refusal of a command that must wait for stopped attempts to stop."""
+        reasons = [s.reason for s in stopping]
+        if "Cancelled" in reasons:
+            why = "cancellation is pending"
+        elif any("timed out" in reason for reason in reasons):
+            why = "a timed-out step is still stopping"
+        else:
+            why = "work it left is still stopping"
+        return Refused("still_stopping", f"{self.name} cannot {action} while {why}")
+
     def refuse_if_cancelled(self) -> None:
         if self.snap.status == "cancelled":
             raise Refused("cancelled", f"{self.name} was cancelled")
@@ -159,6 +170,7 @@ class MachineCore:
             self.set(step_run=None)
 
     def complete(self) -> None:
+        self.cancel_child()  # a child left behind (by back) does not outlive its parent
         self.end_step_run()
         self.set(status="completed", completed_at=self.env.now)
         self.emit("complete", step=self.snap.current_step)
@@ -273,6 +285,9 @@ class MachineCore:
         raise NotImplementedError
 
     def child_changed(self) -> None:
+        raise NotImplementedError
+
+    def cancel_child(self) -> None:
         raise NotImplementedError
 
     def stop_compensation(self, reason: str) -> None:

@@ -83,12 +83,11 @@ class NavigationMixin(MachineCore):
         if len(self.snap.history) < 2:
             raise Refused("no_previous_step", f"{self.name} has no previous step")
         key = self.snap.current_step
-        self.stop_work(f'Workflow step "{key}" was left', step=key)
+        self.leave_work(f'Workflow step "{key}" was left', cancel_child=False)
         previous = self.snap.history[-2]
-        self.end_step_run()
         self.set(status="running", current_step=previous, history=self.snap.history[:-1],
                  completed_steps=tuple(s for s in self.snap.completed_steps if s != previous),
-                 errors=())
+                 errors=(), completed_at=None)
         self.emit("back", step=previous)
         step = self.definition.step(previous)
         if step.enter is not None:  # its enter hook only, not its background work
@@ -99,8 +98,7 @@ class NavigationMixin(MachineCore):
         key = self.snap.current_step
         if key is None or self.snap.status not in ("running", "blocked"):
             raise self.not_running()
-        self.stop_work(f'Workflow step "{key}" was skipped', step=key)
-        self.end_step_run()
+        self.leave_work(f'Workflow step "{key}" was skipped', cancel_child=True)
         self.set(status="running", errors=(),
                  skipped_steps=(*self.snap.skipped_steps, key)
                  if key not in self.snap.skipped_steps else self.snap.skipped_steps)
@@ -110,6 +108,22 @@ class NavigationMixin(MachineCore):
             self.complete()
         else:
             self.enter_first_available(following, self.snap.completed_steps)
+
+    def leave_work(self, reason: str, *, cancel_child: bool) -> None:
+        """Stop the work of the step being left. ``back`` keeps its child for a return;
+        ``skip`` cancels it: the step will not be done."""
+        self.stop_work(reason, step=self.snap.current_step)
+        if cancel_child and self.current_child() is not None:
+            self.cancel_child()
+        self.end_step_run()
+
+    def cancel_child(self) -> None:
+        """Cancel the nested child unless it already finished (no guard: the parent decided)."""
+        child = self.snap.nested
+        if child is not None and child.status not in ("completed", "cancelled"):
+            machine = self.child_machine()
+            machine.commit_cancel()
+            self.set(nested=machine.snap)
 
     def validate(self) -> None:
         self.refuse_if_cancelled()
@@ -143,8 +157,7 @@ class NavigationMixin(MachineCore):
 
     def retry(self) -> None:
         if self.snap.stopping:
-            raise Refused("still_stopping",
-                          f"{self.name} cannot retry while a timed-out attempt is still stopping")
+            raise self.still_stopping("retry", self.snap.stopping)
         self.refuse_if_cancelled()
         if self.snap.status not in ("failed", "blocked"):
             raise Refused("not_failed",

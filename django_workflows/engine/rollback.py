@@ -25,14 +25,7 @@ class RollbackMixin(MachineCore):
     def rollback(self) -> None:
         stopping = self.tree_stopping()
         if stopping:
-            if any(s.reason == "Cancelled" for s in stopping):
-                raise Refused("still_stopping",
-                              f"{self.name} cannot roll back while cancellation is pending")
-            if any("timed out" in s.reason for s in stopping):
-                raise Refused("still_stopping", f"{self.name} cannot roll back while a "
-                                                "timed-out step is still stopping")
-            raise Refused("still_stopping", f"{self.name} cannot roll back while work it "
-                                            "left is still stopping")
+            raise self.still_stopping("roll back", stopping)
         plan = self.snap.rollback
         if plan is not None:  # an interrupted rollback resumes where it stopped
             if any(item.status == "running" for item in plan.items):

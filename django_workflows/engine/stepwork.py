@@ -58,9 +58,14 @@ class StepWorkMixin(MachineCore):
         self.advance_work()
 
     def run_nested(self, step: Step) -> None:
-        """Start the step's child instance, or retry it when it failed; never restart it."""
+        """Start the step's child instance, or retry it when it failed; never restart it.
+
+        A cancelled child is replaced by a new one. Another step's child still
+        running is cancelled first: only one child is attached at a time.
+        """
         child = self.current_child()
-        if child is None:
+        if child is None or child.status == "cancelled":
+            self.cancel_child()
             definition = self.nested_definition(step)
             child = new_snapshot(self.env.new_id(), definition.id, definition.version,
                                  definition.initial_state(), parent_id=self.snap.id,

@@ -285,3 +285,15 @@ def test_when_the_child_cannot_go_back_the_parent_does():
     x.back(instance)
 
     assert x.snapshot(instance).current_step == "account"
+
+
+def test_back_from_a_completed_workflow_clears_its_completion_time():
+    x, i = started(wizard("a", "b"))
+    x.next(i)
+    x.next(i)
+    assert x.snapshot(i).completed_at is not None
+
+    x.back(i)
+
+    assert x.snapshot(i).status == "running"
+    assert x.snapshot(i).completed_at is None

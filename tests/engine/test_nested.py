@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django_workflows.engine import Next, Operation, Step, Workflow
+from django_workflows.engine import Next, Operation, Step, Transition, Workflow
 from django_workflows.engine.local import LocalExecutor
 
 from .helpers_work import Calls, chain, fails_calls, started, types
@@ -260,3 +260,62 @@ def test_nested_given_by_id_is_resolved_through_the_executors_definitions():
     x.next(i)
     assert x.snapshot(child_id).status == "completed"
     assert x.snapshot(i).current_step == "after"
+
+
+def test_skipping_a_nested_step_cancels_its_unfinished_child():
+    x, i, child = at_nested_step()
+
+    x.skip(i)
+
+    assert x.snapshot(i).current_step == "after"
+    assert x.snapshot(i).nested.status == "cancelled"
+    assert types(x, child)[-1] == "cancel"
+
+
+def branching_parent(*, then: Step) -> Workflow:
+    """From "start": to "nest" (a nested child) unless the state says ``shortcut``."""
+    return Workflow("parent", steps=[Step("start"), Step("nest", nested=child_workflow()),
+                                     then],
+                    transitions=[Transition("start", then.id,
+                                            when=lambda ctx: ctx.state.get("shortcut")),
+                                 Transition("start", "nest"), Transition("nest", then.id)])
+
+
+def test_back_keeps_the_child_of_the_step_it_leaves():
+    x, i = started(branching_parent(then=Step("end")))
+    x.next(i)
+    child = x.snapshot(i).nested.id
+
+    x.back(i)
+
+    assert x.snapshot(i).current_step == "start"
+    assert x.snapshot(child).status == "running"
+
+
+def test_a_later_nested_step_cancels_a_child_left_running_by_back():
+    other = child_workflow("other-child")
+    x, i = started(branching_parent(then=Step("elsewhere", nested=other)), other)
+    x.next(i)
+    first = x.snapshot(i).nested.id
+    x.back(i)
+    x.update_state(i, {"shortcut": True})
+
+    x.next(i)  # start -> elsewhere, which starts its own child
+
+    assert x.snapshot(i).current_step == "elsewhere"
+    assert x.snapshot(i).nested.workflow == "other-child"
+    assert types(x, first)[-1] == "cancel"
+
+
+def test_a_parent_completing_cancels_a_child_left_running_by_back():
+    x, i = started(branching_parent(then=Step("end")))
+    x.next(i)
+    child = x.snapshot(i).nested.id
+    x.back(i)
+    x.update_state(i, {"shortcut": True})
+    x.next(i)  # start -> end
+
+    x.next(i)  # end completes the parent
+
+    assert x.snapshot(i).status == "completed"
+    assert types(x, child)[-1] == "cancel"

@@ -195,6 +195,7 @@ def test_retry_is_refused_while_a_timed_out_attempt_is_still_stopping():
     outcome = x.retry(instance)
 
     assert (outcome.moved, outcome.code) == (False, "still_stopping")
+    assert outcome.message.endswith("cannot retry while a timed-out step is still stopping")
     assert x.snapshot(instance).status == "failed"
 
 
