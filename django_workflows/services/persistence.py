@@ -126,9 +126,12 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
                events: list[engine.Event], now: datetime, actor: Any) -> list[WorkflowEvent]:
     row = rows.get(node.id)
     if row is None:  # a nested child started by this command
+        parent = rows.get(node.parent_id or "")
+        # The child belongs to whoever owns its parent, so the owner can see and drive it.
         row = WorkflowInstance(id=UUID(node.id), workflow=node.workflow, version=node.version,
                                parent_id=UUID(node.parent_id) if node.parent_id else None,
                                parent_step=node.parent_step or "",
+                               owner_id=parent.owner_id if parent is not None else None,
                                created_at=now)
         _apply_to_row(row, node)
         row.revision, row.updated_at, row.last_event = 1, now, len(events)
