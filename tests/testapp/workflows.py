@@ -79,3 +79,16 @@ parent = Workflow(
     steps=[Step("intro"), Step("check", nested=child, advance="auto"), Step("finish")],
     transitions=[Transition("intro", "check"), Transition("check", "finish")],
 )
+
+
+def _always_fails(ctx):
+    raise RuntimeError(f"provider down (attempt {ctx.attempt})")
+
+
+slow_retries = Workflow(
+    id="slow-retries", version=1,
+    steps=[Step("pay", advance="auto", timeout=60,
+                operations=[Operation("charge", run=_always_fails, retries=3, retry_delay=100)]),
+           Step("done")],
+    transitions=[Transition("pay", "done")],
+)

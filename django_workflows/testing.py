@@ -1,0 +1,191 @@
+"""Helpers for testing your own workflows, with the database and without workers.
+
+::
+
+    from django_workflows.testing import WorkflowTester
+
+    def test_order_times_out(db):
+        with WorkflowTester() as wf:
+            order = wf.create("order", state={"sku": "A1"}, start=True)
+            wf.advance(60)                       # the step timeout fires
+            assert wf.reload(order).status == "failed"
+            wf.assert_events(order, ["start", "step-enter", "error"], contains=True)
+
+Inside the block, background work runs at once in this process (the
+immediate runner), even inside a test's transaction, and time is a fake clock
+that moves only when you call :meth:`WorkflowTester.advance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from django.test import TestCase, override_settings
+
+from . import clock, services
+from .conf import IMMEDIATE_RUNNER, workflow_settings
+from .models import Deadline, WorkflowEvent, WorkflowInstance
+
+
+class FakeClock:
+    """Time that stands still until moved."""
+
+    def __init__(self, start: float | datetime | None = None) -> None:
+        if isinstance(start, datetime):
+            start = start.timestamp()
+        self.time = float(start if start is not None else datetime(2030, 1, 1, tzinfo=UTC)
+                          .timestamp())
+
+    def now(self) -> float:
+        return self.time
+
+
+class WorkflowTester:
+    """Drives instances in tests: commands, fake time, running work, event checks."""
+
+    def __init__(self, *, user: Any = None, start: float | datetime | None = None) -> None:
+        self.user = user
+        self.clock = FakeClock(start)
+        self._stack: ExitStack | None = None
+
+    def __enter__(self) -> WorkflowTester:
+        self._stack = ExitStack()
+        current = dict(getattr(workflow_settings, "user_settings", {}) or {})
+        self._stack.enter_context(
+            override_settings(DJANGO_WORKFLOWS={**current, "RUNNER": IMMEDIATE_RUNNER}))
+        clock.use(self.clock.now)
+        self._stack.callback(clock.use, None)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        assert self._stack is not None
+        self._stack.close()
+        self._stack = None
+
+    @contextmanager
+    def _running_work(self) -> Iterator[None]:
+        """Run what commands hand to the runner, even inside a test's transaction."""
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            yield
+
+    def _call(self, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+        options.setdefault("user", self.user)
+        with self._running_work():
+            return function(*args, **options)
+
+    # -- commands -----------------------------------------------------------
+
+    def create(self, workflow: str, *, state: dict[str, Any] | None = None,
+               start: bool = False, **options: Any) -> WorkflowInstance:
+        return self._call(services.create, workflow, state=state, start=start, **options)
+
+    def command(self, instance: Any, name: str, **options: Any) -> WorkflowInstance:
+        """Give a command by name; a refusal raises ``WorkflowNotMoved`` as usual."""
+        return self._call(services.command, instance, name, **options)
+
+    def start(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "start", **options)
+
+    def next(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "next", **options)
+
+    def back(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "back", **options)
+
+    def skip(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "skip", **options)
+
+    def retry(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "retry", **options)
+
+    def cancel(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "cancel", **options)
+
+    def rollback(self, instance: Any, **options: Any) -> WorkflowInstance:
+        return self.command(instance, "rollback", **options)
+
+    def update_state(self, instance: Any, value: Any, **options: Any) -> WorkflowInstance:
+        return self._call(services.update_state, instance, value, **options)
+
+    # -- time ---------------------------------------------------------------
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, firing every deadline that falls due on the way, in order."""
+        end = self.clock.time + seconds
+        while True:
+            due = Deadline.objects.filter(due_at__lte=_as_datetime(end)).order_by("due_at")
+            first = due.values_list("due_at", flat=True).first()
+            if first is None:
+                break
+            self.clock.time = max(self.clock.time, first.timestamp())
+            with self._running_work():
+                services.sweep(now=_as_datetime(self.clock.time))
+        self.clock.time = end
+
+    def run_until_settled(self, instance: Any, *, max_seconds: float = 7 * 24 * 3600) -> None:
+        """Fire the instance's deadlines (retry delays, timeouts) until none is left."""
+        end = self.clock.time + max_seconds
+        ids = self._tree_ids(instance)
+        while True:
+            first = (Deadline.objects.filter(instance_id__in=ids).order_by("due_at")
+                     .values_list("due_at", flat=True).first())
+            if first is None or first.timestamp() > end:
+                return
+            self.advance(max(first.timestamp() - self.clock.time, 0))
+            ids = self._tree_ids(instance)
+
+    def run_to_completion(self, instance: Any, *, max_moves: int = 1000) -> WorkflowInstance:
+        """Start it if need be, then ``next`` and wait out deadlines until it completes.
+
+        Raises AssertionError naming the status and errors when it gets stuck
+        (blocked, failed, cancelled) instead.
+        """
+        current = self.reload(instance)
+        if current.status == "idle":
+            current = self.start(current)
+        for _ in range(max_moves):
+            self.run_until_settled(current)
+            current = self.reload(current)
+            if current.status == "completed":
+                return current
+            if current.status != "running":
+                raise AssertionError(f"Instance {current.pk} of {current.workflow!r} stopped "
+                                     f"{current.status!r} at step {current.current_step!r}: "
+                                     f"{current.errors}")
+            current = self.next(current)
+        raise AssertionError(f"Instance {current.pk} did not complete in {max_moves} moves")
+
+    # -- reading ------------------------------------------------------------
+
+    def reload(self, instance: Any) -> WorkflowInstance:
+        return WorkflowInstance.objects.get(pk=getattr(instance, "pk", instance))
+
+    def events(self, instance: Any) -> list[str]:
+        """The instance's event types, oldest first."""
+        return list(WorkflowEvent.objects.filter(instance_id=getattr(instance, "pk", instance))
+                    .order_by("sequence").values_list("type", flat=True))
+
+    def assert_events(self, instance: Any, expected: Sequence[str], *,
+                      contains: bool = False) -> None:
+        """The event types are exactly ``expected`` (or contain it in order, ``contains``)."""
+        actual = self.events(instance)
+        if contains:
+            remaining = iter(actual)
+            missing = [kind for kind in expected if kind not in remaining]
+            if missing:
+                raise AssertionError(f"Events {actual} do not contain {list(expected)} in "
+                                     f"order (missing from {missing[0]!r})")
+        elif actual != list(expected):
+            raise AssertionError(f"Events {actual} != {list(expected)}")
+
+    def _tree_ids(self, instance: Any) -> list[Any]:
+        ids = [getattr(instance, "pk", instance)]
+        ids += list(WorkflowInstance.objects.filter(parent_id__in=ids).values_list("pk", flat=True))
+        return ids
+
+
+def _as_datetime(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, tz=UTC)

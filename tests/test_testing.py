@@ -1,0 +1,71 @@
+"""The helpers users get for testing their own workflows (django_workflows.testing)."""
+
+from __future__ import annotations
+
+import pytest
+
+from django_workflows.exceptions import WorkflowNotMoved
+from django_workflows.testing import WorkflowTester
+
+pytestmark = pytest.mark.django_db
+
+
+def test_run_to_completion_drives_a_workflow_through_its_manual_steps():
+    with WorkflowTester() as wf:
+        instance = wf.create("wizard", state={"email": "ann@example.org", "plan": None})
+
+        done = wf.run_to_completion(instance)
+
+    assert done.status == "completed"
+    assert done.history == ["account", "confirm"]  # "plan" is only for .com addresses
+
+
+def test_background_work_runs_inside_the_tests_transaction():
+    with WorkflowTester() as wf:
+        instance = wf.create("back-office", start=True)
+
+        assert wf.reload(instance).current_step == "done"
+        assert wf.reload(instance).operations[0]["result"] == {"charge": "ch_1"}
+
+
+def test_retry_delays_fire_when_the_fake_clock_moves():
+    with WorkflowTester() as wf:
+        instance = wf.create("bg-retrying", state={"fail_times": 2}, start=True)
+        assert wf.reload(instance).operations[0]["status"] == "waiting"
+
+        wf.advance(1)
+
+        assert wf.reload(instance).operations[0]["attempt"] == 3
+        assert wf.reload(instance).current_step == "done"
+
+
+def test_a_step_timeout_fires_only_when_the_clock_reaches_it():
+    with WorkflowTester() as wf:
+        instance = wf.create("slow-retries", start=True)
+        wf.advance(59)
+        assert wf.reload(instance).status == "running"
+
+        wf.advance(1)
+
+        assert wf.reload(instance).status == "failed"
+        assert wf.reload(instance).errors == ['Workflow step "pay" timed out after 60s']
+
+
+def test_run_to_completion_says_where_a_workflow_got_stuck():
+    with WorkflowTester() as wf:
+        instance = wf.create("slow-retries", start=True)
+
+        with pytest.raises(AssertionError, match='stopped \'failed\' at step \'pay\''):
+            wf.run_to_completion(instance)
+
+
+def test_assert_events_checks_the_event_types_in_order():
+    with WorkflowTester() as wf:
+        instance = wf.create("wizard", start=True)
+        with pytest.raises(WorkflowNotMoved):
+            wf.next(instance)
+
+        wf.assert_events(instance, ["start", "step-enter", "validate"])
+        wf.assert_events(instance, ["start", "validate"], contains=True)
+        with pytest.raises(AssertionError):
+            wf.assert_events(instance, ["validate", "start"], contains=True)
