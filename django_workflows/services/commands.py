@@ -53,12 +53,14 @@ def _env(user: Any) -> engine.Env:
 
 def _after_commit(saved: Any) -> None:
     definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
+    # Announced before the work is handed out: a runner that runs it at once
+    # announces that work's events, which must come after these.
+    if saved.events:
+        transaction.on_commit(partial(announce, definitions, list(saved.events)))
     if saved.dispatch:
         from ..runners import get_runner
 
         transaction.on_commit(partial(get_runner().enqueue, list(saved.dispatch)))
-    if saved.events:
-        transaction.on_commit(partial(announce, definitions, list(saved.events)))
 
 
 def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
