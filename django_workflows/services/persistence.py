@@ -110,13 +110,19 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     now = timezone.now()
     saved = Saved(rows=rows)
     changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot)}
+    event_rows: dict[int, WorkflowEvent] = {}
     node = outcome.snapshot
     while node is not None:
         if node.id in changed_ids or node.id in events_by_instance:
             if node.state is not old_states.get(node.id):
                 check_state_size(node.state)
-            saved.events += _save_node(rows, node, events_by_instance[node.id], now, actor)
+            node_events = events_by_instance[node.id]
+            for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
+                                                                actor), strict=True):
+                event_rows[id(event)] = event_row
         node = node.nested
+    # In the order the engine emitted them across the tree (a child's cancel first).
+    saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
     WorkflowEvent.objects.bulk_create(saved.events)
     saved.dispatch = _store_effects(outcome.effects)
     return saved
