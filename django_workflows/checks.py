@@ -99,6 +99,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                 except ImportError as error:
                     errors.append(Error(f"{SETTING_NAME}['RUNNER'] cannot be imported: {error}",
                                         id="django_workflows.E010"))
+        elif name == "RETENTION_DAYS" and value is None:
+            pass
         elif not _positive_number(value):
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))

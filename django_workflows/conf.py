@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     "REDISPATCH_AFTER": 120.0,
     # Idempotency keys are kept this long (seconds).
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,
+    # ``workflows_purge`` deletes completed and cancelled instances finished this
+    # many days ago (None: it needs --older-than).
+    "RETENTION_DAYS": None,
 }
 
 IMPORT_STRINGS = {"RUNNER"}
