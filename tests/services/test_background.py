@@ -16,6 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_workflows import Operation, Step, Workflow, registry, services
+from django_workflows.engine import AttemptOutcome
 from django_workflows.models import Attempt, Deadline, WorkflowInstance
 from tests.testapp import workflows as testapp
 
@@ -301,8 +302,6 @@ def test_the_late_result_of_an_interrupted_attempt_is_dropped():
     with runner(HOLDING):
         services.sweep()
     revision = row_of(instance).revision
-
-    from django_workflows.engine import AttemptOutcome
 
     accepted = services.finish_attempt(token, AttemptOutcome(ok=True, value={"late": True}))
 
