@@ -32,11 +32,17 @@ def register(workflow: Workflow, *, origin: str | None = None) -> Workflow:
         raise DefinitionError(
             f'Workflow id "{workflow.id}" is defined twice: in {_origins[workflow.id]} '
             f"and in {where}", "duplicate_id")
+    before = set(_definitions)
     _definitions[workflow.id] = workflow
     _origins[workflow.id] = where
-    for step in workflow.steps:  # nested definitions are found by id too
-        if isinstance(step.nested, Workflow):
-            register(step.nested, origin=f"{where} (nested in step \"{step.id}\")")
+    try:
+        for step in workflow.steps:  # nested definitions are found by id too
+            if isinstance(step.nested, Workflow):
+                register(step.nested, origin=f"{where} (nested in step \"{step.id}\")")
+    except DefinitionError:
+        for added in set(_definitions) - before:  # all or nothing
+            unregister(added)
+        raise
     return workflow
 
 

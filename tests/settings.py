@@ -140,3 +140,6 @@ DJANGO_WORKFLOWS = {
 
 # Threads and subprocesses in tests open connections on purpose.
 SILENCED_SYSTEM_CHECKS = ["django_workflows.W002"]
+
+# The example project's shop: its workflows, wizard and demo are tested in tests/example.
+INSTALLED_APPS.append("example_project.shop")
