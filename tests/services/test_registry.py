@@ -128,6 +128,17 @@ def test_a_duplicate_found_by_autodiscovery_is_recorded_with_its_module():
     assert registry.get("wizard") is testapp.wizard
 
 
+def test_a_definition_whose_nested_id_is_taken_is_not_registered():
+    other_wizard = Workflow(id="wizard", steps=[Step("other")])
+    outer = Workflow(id="outer", steps=[Step("nest", nested=other_wizard)])
+
+    with pytest.raises(DefinitionError, match='Workflow id "wizard" is defined twice'):
+        register(outer)
+
+    assert registry.find("outer") is None
+    assert registry.get("wizard") is testapp.wizard
+
+
 def test_registering_the_same_object_again_is_fine():
     assert register(testapp.wizard) is testapp.wizard
 
