@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
+from tests.factories import UserFactory
 from tests.testapp.models import Note
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,6 +55,25 @@ def note_writer():
     registry.register(definition, origin="tests.services.test_hooks")
     yield definition
     registry.unregister(definition.id)
+
+
+@pytest.fixture
+def user_recorder():
+    """A workflow whose first step's ``enter`` records the acting user it was given."""
+    seen = []
+    definition = Workflow(id="user-recorder",
+                          steps=[Step("first", enter=lambda ctx: seen.append(ctx.user))])
+    registry.register(definition, origin="tests.services.test_hooks")
+    yield seen
+    registry.unregister(definition.id)
+
+
+def test_hooks_get_the_acting_user(user_recorder):
+    user = UserFactory()
+
+    services.create("user-recorder", user=user, start=True)
+
+    assert user_recorder == [user]
 
 
 def test_a_hook_that_raises_leaves_none_of_its_writes():
