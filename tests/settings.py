@@ -131,6 +131,24 @@ if importlib.util.find_spec("django_q") is not None:
            if _broker == "redis" else {"orm": "default"}),
     }
 
+# The REST API, when the [api] extra is installed (tests/urls.py mounts it at /api/).
+if importlib.util.find_spec("rest_framework") is not None:
+    INSTALLED_APPS += ["rest_framework", "django_filters", "drf_spectacular"]
+    REST_FRAMEWORK = {
+        "DEFAULT_AUTHENTICATION_CLASSES": [
+            "rest_framework.authentication.BasicAuthentication",
+            "rest_framework.authentication.SessionAuthentication",
+        ],
+        "EXCEPTION_HANDLER": "django_workflows.api.errors.exception_handler",
+        "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+        "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    }
+    SPECTACULAR_SETTINGS = {
+        "TITLE": "django-workflows",
+        "VERSION": "1",
+        "COMPONENT_SPLIT_REQUEST": True,
+    }
+
 DJANGO_WORKFLOWS = {
     "RUNNER": os.environ.get("DWF_RUNNER", "django_workflows.runners.immediate.Runner"),
     "HEARTBEAT_INTERVAL": float(os.environ.get("DWF_HEARTBEAT_INTERVAL", "5")),

@@ -67,8 +67,9 @@ def claim_attempt(token: str, worker: str = "") -> engine.Work | None:
         assert applied is not None
         outcome, _tree, definition = applied
         if not outcome.moved:
-            Attempt.objects.filter(token=token).update(status=AttemptStatus.DROPPED,
-                                                       finished_at=timezone.now())
+            # Only if still queued: another worker may have claimed it meanwhile.
+            Attempt.objects.filter(token=token, status=AttemptStatus.QUEUED).update(
+                status=AttemptStatus.DROPPED, finished_at=timezone.now())
             logger.info("Attempt %s is stale (%s); not running it", token, outcome.message)
             return None
         now = timezone.now()
@@ -107,8 +108,9 @@ def interrupt_attempt(token: str) -> bool:
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
         applied = _apply(attempt.instance_id, engine.AttemptInterrupted(token))
         assert applied is not None
-        Attempt.objects.filter(token=token).update(status=AttemptStatus.INTERRUPTED,
-                                                   finished_at=timezone.now(), live_status="")
+        # Only if still running: its result may have come in since the sweep looked.
+        Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
+            status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")
     return applied[0].moved
 
 

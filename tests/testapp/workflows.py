@@ -92,3 +92,32 @@ slow_retries = Workflow(
            Step("done")],
     transitions=[Transition("pay", "done")],
 )
+
+
+# -- for the API tests (tests/api) ------------------------------------------------------
+
+
+def _never_exit(ctx):
+    return False
+
+
+guarded_exit = Workflow(id="guarded-exit", version=1, title="Cannot be cancelled",
+                        steps=[Step("only")], exit_guard=_never_exit)
+
+compensated = Workflow(
+    id="compensated", version=1, title="A step undone by its compensation",
+    steps=[Step("first", compensate=lambda ctx: None), Step("second")],
+    transitions=[Transition("first", "second")],
+)
+
+
+def _refuse_named_actions(user, instance, action):
+    """A user named "no-<action>" (no-view, no-list, no-create, no-skip, ...) may not."""
+    return not getattr(user, "username", "").startswith(f"no-{action}")
+
+
+restricted = Workflow(
+    id="restricted", version=1, title="With its own permission rule",
+    steps=[Step("one"), Step("two")], transitions=[Transition("one", "two")],
+    permission=_refuse_named_actions,
+)

@@ -1,0 +1,145 @@
+"""Errors as JSON: every error the API answers, mapped to one HTTP status here.
+
+Each body has ``detail`` (for people) and ``code`` (stable, for programs);
+input errors add ``fields``: the dotted name of each bad field, with its
+messages. The service's errors keep their own codes (``not_running``,
+``validation_failed``, ...: see ``docs/rules.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from ..exceptions import (
+    Busy,
+    IdempotencyConflict,
+    InstanceNotFound,
+    InvalidState,
+    MigrationRequired,
+    StaleRevision,
+    StateTooLarge,
+    UnknownWorkflow,
+    WorkflowNotMoved,
+)
+
+# Codes the API itself adds to the service's refusal codes.
+STALE_REVISION = "stale_revision"
+IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+REQUEST_TOO_LARGE = "request_too_large"
+MIGRATION_REQUIRED = "migration_required"
+BUSY = "busy"
+
+
+def error_body(detail: str, code: str, fields: Mapping[str, list[str]] | None = None
+               ) -> dict[str, Any]:
+    body: dict[str, Any] = {"detail": detail, "code": code}
+    if fields:
+        body["fields"] = dict(fields)
+    return body
+
+
+def flatten_fields(errors: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested field errors as ``{"state.plan": ["..."]}``."""
+    if isinstance(errors, Mapping):
+        found: dict[str, list[str]] = {}
+        for key, value in errors.items():
+            found.update(flatten_fields(value, f"{prefix}.{key}" if prefix else str(key)))
+        return found
+    if isinstance(errors, list) and any(isinstance(e, Mapping | list) for e in errors):
+        found = {}
+        for index, value in enumerate(errors):
+            found.update(flatten_fields(value, f"{prefix}.{index}" if prefix else str(index)))
+        return found
+    messages = [str(e) for e in errors] if isinstance(errors, list) else [str(errors)]
+    return {prefix or "non_field_errors": messages} if messages else {}
+
+
+def state_fields(error: InvalidState) -> dict[str, list[str]]:
+    """A schema error's fields, named from the request body (``state.<field>``)."""
+    fields: dict[str, list[str]] = {}
+    for problem in error.field_errors:
+        name = f"state.{problem.field}" if problem.field else "state"
+        fields.setdefault(name, []).append(problem.message)
+    return fields or {"state": [error.reason]}
+
+
+def _workflow_error(exc: Exception) -> Response | None:
+    """The service's errors, each with its status."""
+    if isinstance(exc, InvalidState):
+        return Response(error_body(exc.reason, exc.code, state_fields(exc)),
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, StateTooLarge):
+        return Response(error_body(exc.reason, exc.code),
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, WorkflowNotMoved):
+        return Response(error_body(exc.reason, exc.code), status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, StaleRevision):
+        # The current revision, so the caller can read it again and retry.
+        return Response(error_body(str(exc), STALE_REVISION),
+                        status=status.HTTP_412_PRECONDITION_FAILED,
+                        headers={"ETag": f'"{exc.actual}"'})
+    if isinstance(exc, Busy):
+        return Response(error_body(str(exc), BUSY), status=status.HTTP_409_CONFLICT,
+                        headers={"Retry-After": "1"})
+    if isinstance(exc, IdempotencyConflict):
+        return Response(error_body(str(exc), IDEMPOTENCY_CONFLICT),
+                        status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    if isinstance(exc, InstanceNotFound | UnknownWorkflow):
+        return Response(error_body(str(exc), "not_found"), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, MigrationRequired):
+        return Response(error_body(str(exc), MIGRATION_REQUIRED), status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response(error_body(f"The request body is larger than the limit of {limit} bytes",
+                                   REQUEST_TOO_LARGE),
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    return None
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's exception handler, with the workflow errors and a ``code`` on every body.
+
+    The API's views always use it; a project may also name it in
+    ``REST_FRAMEWORK["EXCEPTION_HANDLER"]`` for its own views.
+    """
+    # Not DRF's set_rollback(): a refusal may have stored something on purpose
+    # (validation errors), even inside ATOMIC_REQUESTS.
+    response = _workflow_error(exc)
+    if response is not None:
+        return response
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        response.data = error_body("Invalid input.", "invalid", flatten_fields(exc.detail))
+    elif isinstance(response.data, Mapping) and "code" not in response.data:
+        codes = exc.get_codes() if isinstance(exc, exceptions.APIException) else None
+        code = codes if isinstance(codes, str) else _default_code(response.status_code)
+        response.data = {**response.data, "code": code}
+    return response
+
+
+def _default_code(status_code: int) -> str:
+    return {404: "not_found", 403: "permission_denied"}.get(status_code, "error")
+
+
+def unknown_url(request: HttpRequest, path: str = "") -> JsonResponse:
+    """JSON 404 for any URL under the API that names nothing (never Django's HTML page)."""
+    detail = "Not found."
+    if not request.path.endswith("/"):
+        try:
+            match = resolve(request.path + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not unknown_url:
+            detail = f"Not found. Did you mean {request.path}/ (with a slash at the end)?"
+    return JsonResponse(error_body(detail, "not_found"), status=404)

@@ -1,0 +1,86 @@
+"""Who sees and acts on which instance (DESIGN.md §4, Access).
+
+A user sees and acts on the instances they own; the model's view permission
+lets a user see every instance, its change permission lets a user act on
+every instance; a superuser does everything. Another user's instance answers
+404, as if it did not exist. On top of that a definition may add its own
+rule, ``Workflow(permission=lambda user, instance, action: ...)``; the
+actions it is asked about are ``"list"`` and ``"create"`` (``instance`` is
+None), ``"view"`` (detail and events), ``"update_state"`` and each command
+name (``"start"``, ``"next"``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from .. import registry
+from ..models import WorkflowInstance
+
+logger = logging.getLogger(__name__)
+
+VIEW_PERMISSION = "django_workflows.view_workflowinstance"
+CHANGE_PERMISSION = "django_workflows.change_workflowinstance"
+
+def sees_all(user: Any) -> bool:
+    return bool(user.is_superuser or user.has_perm(VIEW_PERMISSION)
+                or user.has_perm(CHANGE_PERMISSION))
+
+
+def acts_on_all(user: Any) -> bool:
+    return bool(user.is_superuser or user.has_perm(CHANGE_PERMISSION))
+
+
+def definition_allows(user: Any, workflow_id: str, instance: WorkflowInstance | None,
+                      action: str) -> bool:
+    """The definition's own rule; a hook that raises refuses (and is logged)."""
+    definition = registry.find(workflow_id)
+    hook = definition.permission if definition is not None else None
+    if hook is None:
+        return True
+    try:
+        return bool(hook(user, instance, action))
+    except Exception:
+        logger.exception('The permission hook of workflow "%s" raised on "%s"; refusing',
+                         workflow_id, action)
+        return False
+
+
+def visible_instances(user: Any) -> QuerySet[WorkflowInstance]:
+    """The instances ``user`` may list: their own, or all with a permission."""
+    instances = WorkflowInstance.objects.all()
+    if not sees_all(user):
+        instances = instances.filter(owner=user)
+    hidden = [d.id for d in registry.all_definitions()
+              if d.permission is not None and not definition_allows(user, d.id, None, "list")]
+    return instances.exclude(workflow__in=hidden) if hidden else instances
+
+
+class InstanceAccess(BasePermission):
+    """Object access for the instance endpoints; the queryset already hides others' rows.
+
+    The view names the action in ``view.workflow_action``: ``"view"`` for reads,
+    otherwise what the definition hook is asked about. A definition that hides
+    an instance from a user ("view") hides it for every action.
+    """
+
+    message = "You may not do this to this workflow instance."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(request.user and request.user.is_authenticated)
+
+    def has_object_permission(self, request: Request, view: Any, obj: Any) -> bool:
+        user = request.user
+        if not definition_allows(user, obj.workflow, obj, "view"):
+            raise exceptions.NotFound()  # as if it did not exist, like another user's
+        action = view.workflow_action
+        if action == "view":
+            return True
+        owns = obj.owner_id is not None and obj.owner_id == user.pk
+        return (owns or acts_on_all(user)) and definition_allows(user, obj.workflow, obj, action)

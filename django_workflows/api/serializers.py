@@ -1,0 +1,379 @@
+"""What the API reads and writes: the representations of DESIGN.md §4, and input checks."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .. import registry
+from ..engine import Workflow
+from ..graph import graph_of
+from ..models import WorkflowEvent, WorkflowInstance
+from ..queries import live_operations
+
+MAX_STATE_DEPTH = 100  # levels of nesting a state sent to the API may have
+
+OPERATION_STATUSES = ["idle", "queued", "running", "waiting", "blocked", "retrying",
+                      "succeeded", "failed", "cancelled", "skipped"]
+BRANCH_STATUSES = ["running", "succeeded", "failed", "cancelled"]
+
+NULLABLE_STRING = {"type": "string", "nullable": True}
+
+_datetime = serializers.DateTimeField()
+
+
+def _iso(epoch: float | None) -> str | None:
+    """An engine time (epoch seconds) as the API writes times."""
+    return None if epoch is None else _datetime.to_representation(
+        datetime.fromtimestamp(epoch, tz=UTC))
+
+
+def _bad_text(text: str) -> str | None:
+    if "\x00" in text:
+        return "must not contain NUL characters"
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        return "must not contain unpaired surrogates"
+    return None
+
+
+def json_problems(value: Any) -> dict[str, Any]:
+    """What a database cannot store of a JSON value, as nested field errors (empty: fine).
+
+    PostgreSQL's jsonb refuses NUL characters and unpaired surrogates; very deep
+    nesting is refused too, before anything recurses through it.
+    """
+    problems: dict[str, Any] = {}
+    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if len(path) > MAX_STATE_DEPTH:
+            _put(problems, path[:MAX_STATE_DEPTH],
+                 f"is nested deeper than {MAX_STATE_DEPTH} levels")
+            continue
+        if isinstance(item, dict):
+            for key, child in item.items():
+                problem = _bad_text(str(key))
+                if problem:
+                    _put(problems, path, f"has a key that {problem}")
+                else:
+                    stack.append((child, (*path, str(key))))
+        elif isinstance(item, list):
+            stack.extend((child, (*path, str(i))) for i, child in enumerate(item))
+        elif isinstance(item, str):
+            problem = _bad_text(item)
+            if problem:
+                _put(problems, path, f"This text {problem}.")
+    return problems
+
+
+def _put(problems: dict[str, Any], path: tuple[str, ...], message: str) -> None:
+    node = problems
+    for part in path[:-1]:
+        existing = node.setdefault(part, {})
+        if not isinstance(existing, dict):
+            return  # an outer problem is already reported
+        node = existing
+    key = path[-1] if path else "non_field_errors"
+    if not message.endswith("."):
+        message = f"This value {message}."
+    if isinstance(node.get(key), dict):
+        return
+    node.setdefault(key, []).append(message)
+
+
+class StateField(serializers.DictField):
+    """A JSON object that a database can store."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        problems = json_problems(value)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
+
+# -- input ---------------------------------------------------------------------------
+
+
+class CreateInstanceSerializer(serializers.Serializer):
+    workflow = serializers.ChoiceField(choices=[], help_text="The workflow's id.")
+    state = StateField(required=False, help_text="The initial state; default: the "
+                                                  "definition's initial state.")
+    start = serializers.BooleanField(default=False, help_text="Start it at once.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["workflow"].choices = sorted(d.id for d in registry.all_definitions())
+
+
+class StateSerializer(serializers.Serializer):
+    state = StateField(help_text="The new state: it replaces the old one.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """Every error body: ``detail`` for people, ``code`` for programs."""
+
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), required=False,
+        help_text="Input errors: each bad field's dotted name and its messages.")
+
+
+# -- instances -----------------------------------------------------------------------
+
+
+class ProgressSerializer(serializers.Serializer):
+    current = serializers.FloatField()
+    total = serializers.FloatField(allow_null=True)
+    message = serializers.CharField(allow_null=True)
+
+
+class ErrorInfoSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    message = serializers.CharField()
+
+
+@extend_schema_field({"type": "array", "items": {"$ref": "#/components/schemas/Operation"}})
+class OperationChildrenField(serializers.ListField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": OPERATION_STATUSES})
+class OperationStatusField(serializers.CharField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": BRANCH_STATUSES})
+class BranchStatusField(serializers.CharField):
+    pass
+
+
+# drf-spectacular names the instances' status enum after the one component that
+# declares it ("Instance"); the short form refers to it rather than declaring it
+# again, which would leave three "status" enums without a clear name each.
+@extend_schema_field({"$ref": "#/components/schemas/InstanceStatusEnum"})
+class InstanceStatusField(serializers.CharField):
+    pass
+
+
+class OperationSerializer(serializers.Serializer):
+    """One operation of the current step's work (children nested)."""
+
+    id = serializers.CharField()
+    step = serializers.CharField()
+    title = serializers.CharField()
+    description = serializers.CharField(allow_null=True)
+    status = OperationStatusField()
+    attempt = serializers.IntegerField()
+    progress = ProgressSerializer(allow_null=True)
+    result = serializers.JSONField(allow_null=True)
+    error = ErrorInfoSerializer(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+    retry_at = serializers.DateTimeField(allow_null=True, help_text="When a waiting "
+                                                                     "operation tries again.")
+    heartbeat_at = serializers.DateTimeField(allow_null=True, help_text="The running "
+                                                                         "attempt's last sign.")
+    metadata = serializers.DictField()
+    logs = serializers.ListField(child=serializers.CharField())
+    children = OperationChildrenField()
+
+
+class BranchSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    step = serializers.CharField()
+    status = BranchStatusField()
+    error = serializers.CharField(allow_null=True)
+
+
+def operation_view(operation: dict[str, Any]) -> dict[str, Any]:
+    """An operation as the API shows it: times in ISO 8601, no fencing token."""
+    progress = operation.get("progress")
+    return {
+        "id": operation["id"], "step": operation.get("step", ""),
+        "title": operation.get("title") or operation["id"],
+        "description": operation.get("description"), "status": operation["status"],
+        "attempt": operation.get("attempt", 0),
+        "progress": None if progress is None else {
+            "current": progress.get("current", 0), "total": progress.get("total"),
+            "message": progress.get("message")},
+        "result": operation.get("result"), "error": operation.get("error"),
+        "started_at": _iso(operation.get("started_at")),
+        "completed_at": _iso(operation.get("completed_at")),
+        "retry_at": _iso(operation.get("retry_at")),
+        "heartbeat_at": operation.get("heartbeat_at"),
+        "metadata": operation.get("metadata") or {}, "logs": list(operation.get("logs") or []),
+        "children": [operation_view(child) for child in operation.get("children") or []],
+    }
+
+
+def branch_view(branch: dict[str, Any]) -> dict[str, Any]:
+    return {"id": branch["id"], "step": branch.get("step", ""), "status": branch["status"],
+            "error": branch.get("error")}
+
+
+class NestedInstanceSerializer(serializers.Serializer):
+    """The current step's nested child instance, in short."""
+
+    id = serializers.UUIDField()
+    workflow = serializers.CharField()
+    status = InstanceStatusField()
+    current_step = serializers.CharField(allow_null=True)
+
+
+class InstanceSerializer(serializers.ModelSerializer):
+    """An instance, as ``GET /api/instances/<uuid>/`` returns it."""
+
+    current_step = serializers.SerializerMethodField()
+    completed_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
+    skipped_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
+    history = serializers.ListField(child=serializers.CharField(), read_only=True)
+    errors = serializers.ListField(child=serializers.CharField(), read_only=True)
+    state = serializers.DictField(read_only=True)
+    operations = serializers.SerializerMethodField()
+    parallel = serializers.SerializerMethodField()
+    nested = serializers.SerializerMethodField()
+
+    class Meta:
+        model = WorkflowInstance
+        fields = ["id", "workflow", "version", "status", "state", "current_step",
+                  "completed_steps", "skipped_steps", "history", "errors", "operations",
+                  "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
+                  "completed_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(NULLABLE_STRING)
+    def get_current_step(self, instance: WorkflowInstance) -> str | None:
+        return instance.current_step or None
+
+    @extend_schema_field(OperationSerializer(many=True))
+    def get_operations(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
+        return [operation_view(op) for op in live_operations(instance)]
+
+    @extend_schema_field(BranchSerializer(many=True))
+    def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
+        return [branch_view(branch) for branch in instance.parallel]
+
+    @extend_schema_field(NestedInstanceSerializer(allow_null=True))
+    def get_nested(self, instance: WorkflowInstance) -> dict[str, Any] | None:
+        if not instance.nested_id:
+            return None
+        children = self.context.get("children")
+        if children is not None and instance.nested_id in children:
+            child = children[instance.nested_id]
+        else:
+            child = WorkflowInstance.objects.filter(pk=instance.nested_id).only(
+                "id", "workflow", "status", "current_step").first()
+        if child is None:
+            return None
+        return {"id": str(child.pk), "workflow": child.workflow, "status": child.status,
+                "current_step": child.current_step or None}
+
+
+def children_of(instances: list[WorkflowInstance]) -> dict[str, WorkflowInstance]:
+    """The nested children of a page of instances, in one query."""
+    ids = [i.nested_id for i in instances if i.nested_id]
+    if not ids:
+        return {}
+    rows = WorkflowInstance.objects.filter(pk__in=ids).only(
+        "id", "workflow", "status", "current_step")
+    return {str(row.pk): row for row in rows}
+
+
+class EventSerializer(serializers.ModelSerializer):
+    """One entry of an instance's event log."""
+
+    step = serializers.SerializerMethodField()
+    actor = serializers.SerializerMethodField()
+    error = serializers.JSONField(allow_null=True, read_only=True)
+    data = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = WorkflowEvent
+        fields = ["sequence", "type", "step", "actor", "revision", "error", "data",
+                  "created_at"]
+        read_only_fields = fields
+
+    @extend_schema_field(NULLABLE_STRING)
+    def get_step(self, event: WorkflowEvent) -> str | None:
+        return event.step or None
+
+    @extend_schema_field({"type": "integer", "nullable": True,
+                          "description": "The acting user's id."})
+    def get_actor(self, event: WorkflowEvent) -> Any:
+        return event.actor_id
+
+
+# -- definitions ---------------------------------------------------------------------
+
+
+class StepSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    advance = serializers.ChoiceField(choices=["manual", "auto"])
+
+
+class TransitionSerializer(serializers.Serializer):
+    source = serializers.CharField()
+    target = serializers.CharField()
+    guarded = serializers.BooleanField(help_text="It has a `when` guard.")
+
+
+class GraphNodeSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField()
+    initial = serializers.BooleanField()
+    advance = serializers.ChoiceField(choices=["manual", "auto"])
+    conditional = serializers.BooleanField()
+    operations = serializers.ListField(child=serializers.CharField())
+    parallel = serializers.ListField(child=serializers.CharField())
+    nested = serializers.CharField(allow_null=True)
+    timeout = serializers.FloatField(allow_null=True)
+
+
+class GraphSerializer(serializers.Serializer):
+    nodes = GraphNodeSerializer(many=True)
+    edges = TransitionSerializer(many=True)
+
+
+class WorkflowSerializer(serializers.Serializer):
+    """A definition: its steps and transitions in declaration order."""
+
+    id = serializers.CharField()
+    version = serializers.IntegerField()
+    title = serializers.CharField()
+    steps = serializers.SerializerMethodField()
+    transitions = serializers.SerializerMethodField()
+
+    @extend_schema_field(StepSerializer(many=True))
+    def get_steps(self, definition: Workflow) -> list[dict[str, Any]]:
+        return [{"id": s.id, "title": s.title, "advance": s.advance} for s in definition.steps]
+
+    @extend_schema_field(TransitionSerializer(many=True))
+    def get_transitions(self, definition: Workflow) -> list[dict[str, Any]]:
+        return [{"source": t.source, "target": t.target, "guarded": t.when is not None}
+                for t in definition.transitions]
+
+
+class WorkflowDetailSerializer(WorkflowSerializer):
+    """A definition with its graph and the JSON Schema its state must satisfy."""
+
+    graph = serializers.SerializerMethodField()
+    state_schema = serializers.SerializerMethodField()
+
+    @extend_schema_field(GraphSerializer)
+    def get_graph(self, definition: Workflow) -> dict[str, Any]:
+        return graph_of(definition)
+
+    @extend_schema_field({"type": "object", "additionalProperties": {}, "nullable": True})
+    def get_state_schema(self, definition: Workflow) -> dict[str, Any] | None:
+        schema = definition.state_schema
+        if isinstance(schema, dict):
+            return schema
+        if schema is not None and hasattr(schema, "model_json_schema"):  # a pydantic model
+            return schema.model_json_schema()
+        return None

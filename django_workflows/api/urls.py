@@ -1,0 +1,26 @@
+"""Mount the API with one line: ``path("api/", include("django_workflows.api.urls"))``.
+
+Every URL under that prefix that names nothing answers a JSON 404, so mount
+other views under the same prefix *before* this include.
+"""
+
+from __future__ import annotations
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.routers import SimpleRouter
+
+from .errors import unknown_url
+from .views import InstanceViewSet, WorkflowViewSet
+
+app_name = "workflows-api"
+
+router = SimpleRouter()
+router.register("workflows", WorkflowViewSet, basename="workflow")
+router.register("instances", InstanceViewSet, basename="instance")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    *router.urls,
+    re_path(r"^(?P<path>.*)$", unknown_url),
+]

@@ -1,0 +1,416 @@
+"""The endpoints of DESIGN.md §4. Every change goes through the service layer."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from django.urls import NoReverseMatch, reverse
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import exceptions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from .. import registry, services
+from ..exceptions import WorkflowNotMoved
+from ..models import WorkflowEvent, WorkflowInstance
+from ..services.idempotency import fingerprint_of
+from .errors import error_body, exception_handler
+from .filters import InstanceFilter, Pages, StableOrdering
+from .permissions import InstanceAccess, definition_allows, visible_instances
+from .serializers import (
+    CreateInstanceSerializer,
+    ErrorSerializer,
+    EventSerializer,
+    InstanceSerializer,
+    StateSerializer,
+    WorkflowDetailSerializer,
+    WorkflowSerializer,
+    children_of,
+)
+
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+IF_MATCH_PATTERN = r'^(\*|(W/)?"[0-9]+"|[0-9]+)$'
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
+
+# -- request bodies and headers ------------------------------------------------------
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class JSONBodyParser(JSONParser):
+    """Strict JSON: no NaN or Infinity, no numbers that overflow, no endless nesting."""
+
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", "utf-8")
+        try:
+            return json.loads(stream.read().decode(encoding), parse_float=_finite,
+                              parse_constant=_no_constant)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+        except ValueError as error:  # also UnicodeDecodeError
+            raise exceptions.ParseError(f"JSON parse error - {error}") from None
+
+
+class BadHeader(exceptions.APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "bad_header"
+
+
+def expected_revision(request: Request) -> int | None:
+    """The revision ``If-Match`` names (``"3"``, ``3`` or ``W/"3"``); None without one."""
+    value = request.headers.get("If-Match")
+    if value is None or value.strip() == "*":
+        return None
+    if not re.fullmatch(IF_MATCH_PATTERN, value.strip()):
+        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value!r}',
+                        "invalid_if_match")
+    return int(value.strip().removeprefix("W/").strip('"'))
+
+
+def idempotency_key(request: Request) -> str | None:
+    value = request.headers.get("Idempotency-Key")
+    if value is None:
+        return None
+    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, value):
+        raise BadHeader("Idempotency-Key must be 1 to 255 printable ASCII characters "
+                        "without spaces", "invalid_idempotency_key")
+    return value
+
+
+def etag(revision: int) -> str:
+    return f'"{revision}"'
+
+
+# -- OpenAPI declarations -------------------------------------------------------------
+
+IF_MATCH = OpenApiParameter(
+    "If-Match", str, OpenApiParameter.HEADER, pattern=IF_MATCH_PATTERN,
+    description='The revision you last saw (its ETag, e.g. "3"); when the instance moved '
+                "on since, the answer is 412 and nothing changes.")
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, pattern=IDEMPOTENCY_KEY_PATTERN,
+    description="Send the request again with the same key and body: the first response "
+                "comes back, nothing is done twice. The same key with another body: 422.")
+ETAG = OpenApiParameter("ETag", str, OpenApiParameter.HEADER, response=[200, 201],
+                        description='The instance\'s revision, quoted ("3").')
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(ErrorSerializer, description=description)
+
+
+NOT_ALLOWED = {
+    401: _error("Not authenticated."),
+    403: _error("Authenticated, but not allowed to do this."),
+}
+UNKNOWN_INSTANCE = _error("No such instance, or one you may not see.")
+ACTION_RESPONSES = {
+    200: OpenApiResponse(InstanceSerializer, description="It moved: the instance."),
+    400: _error("A malformed body, If-Match or Idempotency-Key."),
+    **NOT_ALLOWED,
+    404: UNKNOWN_INSTANCE,
+    409: _error("Refused by a rule (`code` says which: not_running, validation_failed, "
+                "work_in_progress, ...) or the instance stayed busy (`busy`); nothing "
+                "moved. Validation errors are stored in the instance's `errors`."),
+    412: _error("If-Match named a stale revision; nothing changed. ETag: the current one."),
+    413: _error("The request body is too large."),
+    422: _error("The Idempotency-Key was already used for a different request."),
+}
+
+# -- the views --------------------------------------------------------------------------
+
+
+class WorkflowsAPIView:
+    """What every endpoint shares: JSON only, the error mapping, authenticated users.
+
+    Authentication and throttle classes come from the project's REST_FRAMEWORK
+    settings (read per request); the throttle scope is ``"workflows"``.
+    """
+
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONBodyParser]
+    permission_classes = [IsAuthenticated]
+    throttle_scope = "workflows"
+    schema = AutoSchema()
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+    def get_authenticators(self) -> list[Any]:
+        return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+
+    def get_throttles(self) -> list[Any]:
+        return [throttle() for throttle in api_settings.DEFAULT_THROTTLE_CLASSES]
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        if request.method in ("POST", "PUT", "PATCH"):
+            # Django's DATA_UPLOAD_MAX_MEMORY_SIZE is checked when the body is read whole
+            # (DRF's parsers would stream it past the check): RequestDataTooBig -> 413.
+            request._request.body  # noqa: B018
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Workflow definitions", responses={
+        200: WorkflowSerializer(many=True), **NOT_ALLOWED}),
+    retrieve=extend_schema(summary="One workflow definition, with its graph", parameters=[
+        OpenApiParameter("id", str, OpenApiParameter.PATH, description="The workflow's id.")],
+        responses={200: WorkflowDetailSerializer, **NOT_ALLOWED,
+                   404: _error("No workflow with that id.")}),
+)
+class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
+    """The registered workflow definitions."""
+
+    lookup_field = "id"
+    lookup_value_regex = r"[^/]+"
+
+    def list(self, request: Request) -> Response:
+        definitions = sorted(registry.all_definitions(), key=lambda d: d.id)
+        return Response(WorkflowSerializer(definitions, many=True).data)
+
+    def retrieve(self, request: Request, id: str | None = None) -> Response:
+        definition = registry.find(id or "")
+        if definition is None:
+            raise exceptions.NotFound(f'No workflow "{id}" is registered.')
+        return Response(WorkflowDetailSerializer(definition).data)
+
+
+class Answer:
+    """The answer to a command: the one stored with its idempotency key, or a replay of it.
+
+    The service calls :meth:`respond` inside the command's transaction when a
+    key is given, and stores what it returns; a request repeated with the
+    key gets exactly that again.
+    """
+
+    def __init__(self, view: InstanceViewSet, success: int) -> None:
+        self.view = view
+        self.success = success
+        self.first: tuple[int, Any] | None = None
+
+    def respond(self, instance: WorkflowInstance | None, refusal: WorkflowNotMoved | None
+                ) -> tuple[int, Any]:
+        if refusal is not None:
+            self.first = (status.HTTP_409_CONFLICT, error_body(refusal.reason, refusal.code))
+        else:
+            assert instance is not None
+            self.first = (self.success, json.loads(json.dumps(self.view.represent(instance))))
+        return self.first
+
+    def response(self, instance: WorkflowInstance) -> Response:
+        headers = {}
+        replayed = getattr(instance, "replayed", None)
+        if replayed is not None:
+            status_code, body = replayed
+            headers["Idempotent-Replayed"] = "true"
+        elif self.first is not None:
+            status_code, body = self.first
+        else:
+            status_code, body = self.success, self.view.represent(instance)
+        if isinstance(body, dict) and "revision" in body:
+            headers["ETag"] = etag(body["revision"])
+        if status_code == status.HTTP_201_CREATED:
+            headers["Location"] = self.view.location_of(instance)
+        return Response(body, status=status_code, headers=headers)
+
+
+def _command_schema(name: str, summary: str) -> Any:
+    return extend_schema(operation_id=f"instances_{name}", summary=summary, request=None,
+                         parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
+                         responses=ACTION_RESPONSES)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Instances you may see", responses={
+        200: InstanceSerializer(many=True), 400: _error("A bad filter value."),
+        **NOT_ALLOWED, 404: _error("No such page.")}),
+    retrieve=extend_schema(summary="One instance", parameters=[ETAG], responses={
+        200: InstanceSerializer, **NOT_ALLOWED, 404: UNKNOWN_INSTANCE}),
+    create=extend_schema(
+        summary="Create an instance (and start it)", request=CreateInstanceSerializer,
+        parameters=[IDEMPOTENCY_KEY, ETAG], responses={
+            201: OpenApiResponse(InstanceSerializer, description="Created."),
+            400: _error("Bad input; a state that breaks the definition's schema "
+                        "(`invalid_state`, `fields` names each field)."),
+            **NOT_ALLOWED,
+            413: _error("The state (or the body) is larger than the limit."),
+            422: _error("The Idempotency-Key was already used for a different request.")}),
+)
+class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
+    """Workflow instances: create, read, and drive them with commands.
+
+    You see the instances you own; the model's view permission shows all of
+    them, its change permission lets you act on all of them. Another user's
+    instance answers 404.
+    """
+
+    queryset = WorkflowInstance.objects.all()
+    serializer_class = InstanceSerializer
+    lookup_value_regex = UUID_PATTERN
+    permission_classes = [InstanceAccess]
+    filter_backends = [DjangoFilterBackend, StableOrdering]
+    filterset_class = InstanceFilter
+    ordering_fields = ["created_at", "updated_at", "started_at", "completed_at", "status",
+                       "workflow", "current_step"]
+    ordering = ["-created_at"]
+    pagination_class = Pages
+
+    # What the access rules and the definition's permission hook are asked about.
+    @property
+    def workflow_action(self) -> str:
+        if self.action in ("retrieve", "events", "list"):
+            return "view"
+        return "update_state" if self.action == "state" else str(self.action)
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
+            return WorkflowInstance.objects.none()
+        return visible_instances(self.request.user)
+
+    def filter_queryset(self, queryset: Any) -> Any:
+        # Filters and ordering shape the list only; a detail URL names one instance.
+        return super().filter_queryset(queryset) if self.action == "list" else queryset
+
+    def represent(self, instance: WorkflowInstance, **context: Any) -> dict[str, Any]:
+        return InstanceSerializer(instance, context={"request": self.request, **context}).data
+
+    def location_of(self, instance: WorkflowInstance) -> str:
+        namespace = self.request.resolver_match.namespace if self.request.resolver_match else ""
+        name = f"{namespace}:instance-detail" if namespace else "instance-detail"
+        try:
+            return self.request.build_absolute_uri(reverse(name, args=[instance.pk]))
+        except NoReverseMatch:
+            return ""
+
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        serializer = InstanceSerializer(page, many=True, context={
+            "request": request, "children": children_of(page)})
+        return self.get_paginated_response(serializer.data)
+
+    def create(self, request: Request) -> Response:
+        serializer = CreateInstanceSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if not definition_allows(request.user, data["workflow"], None, "create"):
+            raise exceptions.PermissionDenied(
+                f'You may not create instances of workflow "{data["workflow"]}".')
+        answer = Answer(self, status.HTTP_201_CREATED)
+        instance = services.create(data["workflow"], state=data.get("state"),
+                                   start=data["start"], user=request.user,
+                                   idempotency_key=idempotency_key(request),
+                                   respond=answer.respond)
+        return answer.response(instance)
+
+    def retrieve(self, request: Request, pk: str | None = None) -> Response:
+        instance = self.get_object()
+        return Response(self.represent(instance), headers={"ETag": etag(instance.revision)})
+
+    def _command(self, request: Request, name: str) -> Response:
+        instance = self.get_object()
+        body = request.data
+        if not isinstance(body, dict):
+            raise exceptions.ValidationError({"non_field_errors": [
+                "Send no body, or a JSON object."]})
+        revision, key = expected_revision(request), idempotency_key(request)
+        answer = Answer(self, status.HTTP_200_OK)
+        moved = services.command(
+            instance, name, user=request.user, expected_revision=revision, idempotency_key=key,
+            fingerprint=fingerprint_of(name, str(instance.pk), dict(body)) if key else None,
+            respond=answer.respond)
+        return answer.response(moved)
+
+    @_command_schema("start", "Start an idle instance")
+    @action(detail=True, methods=["post"])
+    def start(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "start")
+
+    @_command_schema("next", "Validate and leave the current step, then follow the "
+                             "transitions")
+    @action(detail=True, methods=["post"])
+    def next(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "next")
+
+    @_command_schema("back", "Go back to the previous step")
+    @action(detail=True, methods=["post"])
+    def back(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "back")
+
+    @_command_schema("skip", "Skip the current step")
+    @action(detail=True, methods=["post"])
+    def skip(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "skip")
+
+    @_command_schema("validate", "Validate the current step (errors: blocked)")
+    @action(detail=True, methods=["post"])
+    def validate(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "validate")
+
+    @_command_schema("retry", "Retry a failed or blocked instance")
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "retry")
+
+    @_command_schema("cancel", "Cancel the instance")
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "cancel")
+
+    @_command_schema("rollback", "Undo what was done and return to idle")
+    @action(detail=True, methods=["post"])
+    def rollback(self, request: Request, pk: str | None = None) -> Response:
+        return self._command(request, "rollback")
+
+    @extend_schema(operation_id="instances_update_state", summary="Replace the state",
+                   request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
+                       200: OpenApiResponse(InstanceSerializer, description="The instance."),
+                       400: _error("Bad input, or a state that breaks the definition's "
+                                   "schema (`invalid_state`; `fields` names each field)."),
+                       **NOT_ALLOWED, 404: UNKNOWN_INSTANCE,
+                       409: _error("Refused by a rule (e.g. `cancelled`), or `busy`."),
+                       412: ACTION_RESPONSES[412],
+                       413: _error("The state (or the body) is larger than the limit.")})
+    @action(detail=True, methods=["patch"], url_path="state")
+    def state(self, request: Request, pk: str | None = None) -> Response:
+        instance = self.get_object()
+        serializer = StateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        moved = services.update_state(instance, serializer.validated_data["state"],
+                                      user=request.user,
+                                      expected_revision=expected_revision(request))
+        return Response(self.represent(moved), headers={"ETag": etag(moved.revision)})
+
+    @extend_schema(summary="The event log, oldest first", responses={
+        200: EventSerializer(many=True), **NOT_ALLOWED, 404: UNKNOWN_INSTANCE})
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        instance = self.get_object()
+        events = WorkflowEvent.objects.filter(instance=instance).order_by("sequence")
+        page = self.paginate_queryset(events)
+        return self.get_paginated_response(EventSerializer(page, many=True).data)

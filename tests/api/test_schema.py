@@ -1,0 +1,122 @@
+"""The OpenAPI 3 schema (drf-spectacular) at /api/schema/: valid, and true to the contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+
+from django_workflows.services import COMMAND_NAMES
+from tests.api.test_instances import CONTRACT_FIELDS
+
+pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
+
+CONTRACT_PATHS = {
+    "/api/workflows/": {"get"},
+    "/api/workflows/{id}/": {"get"},
+    "/api/instances/": {"get", "post"},
+    "/api/instances/{id}/": {"get"},
+    "/api/instances/{id}/state/": {"patch"},
+    "/api/instances/{id}/events/": {"get"},
+    **{f"/api/instances/{{id}}/{name}/": {"post"} for name in COMMAND_NAMES},
+}
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_blocker) -> dict:
+    from rest_framework.test import APIClient
+
+    with django_db_blocker.unblock():
+        response = APIClient().get("/api/schema/", {"format": "json"})
+    assert response.status_code == 200
+    return json.loads(response.content)
+
+
+def test_the_schema_is_generated_without_warnings_and_validates(tmp_path):
+    # --validate checks it against the OpenAPI 3 specification's own JSON Schema.
+    call_command("spectacular", "--validate", "--fail-on-warn", "--format", "openapi-json",
+                 "--file", str(tmp_path / "schema.json"))
+
+    assert json.loads((tmp_path / "schema.json").read_text())["openapi"].startswith("3.")
+
+
+def test_the_schema_is_served_to_anonymous_users(schema):
+    assert schema["openapi"].startswith("3.")
+
+
+def test_the_schema_has_every_endpoint_of_the_contract(schema):
+    found = {path: set(ops) - {"parameters"} for path, ops in schema["paths"].items()
+             if path != "/api/schema/"}
+
+    assert found == CONTRACT_PATHS
+
+
+@pytest.mark.parametrize("command", COMMAND_NAMES)
+def test_every_command_documents_its_refusal_and_stale_answers(schema, command):
+    responses = schema["paths"][f"/api/instances/{{id}}/{command}/"]["post"]["responses"]
+
+    assert {"200", "400", "401", "403", "404", "409", "412", "422"} <= set(responses)
+    assert responses["409"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"}
+
+
+@pytest.mark.parametrize("command", COMMAND_NAMES)
+def test_every_command_documents_if_match_and_idempotency_key(schema, command):
+    parameters = schema["paths"][f"/api/instances/{{id}}/{command}/"]["post"]["parameters"]
+
+    assert {(p["in"], p["name"]) for p in parameters} >= {
+        ("header", "If-Match"), ("header", "Idempotency-Key"), ("path", "id")}
+
+
+def test_commands_document_the_etag_they_answer(schema):
+    ok = schema["paths"]["/api/instances/{id}/next/"]["post"]["responses"]["200"]
+
+    assert "ETag" in ok["headers"]
+
+
+def test_the_state_update_documents_400_412_and_413(schema):
+    responses = schema["paths"]["/api/instances/{id}/state/"]["patch"]["responses"]
+
+    assert {"200", "400", "404", "409", "412", "413"} <= set(responses)
+
+
+def test_create_documents_201_400_413_and_422(schema):
+    responses = schema["paths"]["/api/instances/"]["post"]["responses"]
+
+    assert {"201", "400", "413", "422"} <= set(responses)
+
+
+def test_the_instance_component_has_every_field_of_the_contract(schema):
+    instance = schema["components"]["schemas"]["Instance"]
+
+    assert set(instance["properties"]) == CONTRACT_FIELDS
+    assert set(instance["required"]) == CONTRACT_FIELDS
+
+
+def test_the_error_component_has_detail_and_code(schema):
+    error = schema["components"]["schemas"]["Error"]
+
+    assert set(error["required"]) == {"detail", "code"}
+
+
+def test_the_instance_list_documents_its_filters(schema):
+    parameters = schema["paths"]["/api/instances/"]["get"]["parameters"]
+
+    assert {p["name"] for p in parameters} >= {
+        "workflow", "status", "current_step", "owner", "created_after", "created_before",
+        "updated_after", "updated_before", "ordering", "page", "page_size"}
+
+
+def test_every_reference_in_the_schema_names_a_component(schema):
+    refs, stack = set(), [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            refs.update(v for k, v in item.items() if k == "$ref")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+    names = {f"#/components/schemas/{name}" for name in schema["components"]["schemas"]}
+    assert refs - names == set()
