@@ -7,11 +7,12 @@ a log line, result ``{"charge": "ch_1"}``, rollback "refund ...") -> ``ship``
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
@@ -338,3 +339,73 @@ def test_sweep_hands_out_again_an_attempt_nobody_claimed():
 
     assert report.redispatched == 1
     assert row_of(instance).current_step == "done"
+
+
+# -- attempt rows under races ---------------------------------------------------------------
+
+
+def test_a_late_interruption_leaves_a_finished_attempt_finished():
+    instance, token = claimed_back_office()
+    services.finish_attempt(token, AttemptOutcome(ok=True, value={"charge": "ch_1"}))
+    revision = row_of(instance).revision
+
+    # The sweep saw the attempt silent just before its result came in.
+    with runner(HOLDING):
+        moved = services.interrupt_attempt(token)
+
+    assert moved is False
+    assert Attempt.objects.get(token=token).status == "finished"
+    assert row_of(instance).revision == revision
+
+
+def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
+    """Two workers get one token (a redispatch, a broker retry) and both see it queued."""
+    from django_workflows.services import attempts as service_attempts
+
+    with runner(HOLDING):
+        instance = services.create("back-office", start=True)
+    (token,) = HoldingRunner.held
+    past_check = threading.Semaphore(0)
+    real_busy_as_error = service_attempts.busy_as_error
+
+    def busy_as_error(seconds):
+        past_check.release()  # this claimer saw the attempt queued
+        return real_busy_as_error(seconds)
+
+    monkeypatch.setattr(service_attempts, "busy_as_error", busy_as_error)
+    holding, release = threading.Event(), threading.Event()
+    claimed: list = []
+
+    def hold_the_instance() -> None:
+        try:
+            with transaction.atomic():
+                WorkflowInstance.objects.select_for_update().get(pk=instance.pk)
+                holding.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def claim(worker: str) -> None:
+        try:
+            claimed.append((worker, services.claim_attempt(token, worker=worker)))
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_instance, daemon=True)
+    holder.start()
+    assert holding.wait(30)
+    claimers = [threading.Thread(target=claim, args=(name,), daemon=True) for name in "AB"]
+    for thread in claimers:
+        thread.start()
+    try:
+        assert past_check.acquire(timeout=30) and past_check.acquire(timeout=30)
+    finally:
+        release.set()
+    for thread in [holder, *claimers]:
+        thread.join(30)
+        assert not thread.is_alive()
+
+    winners = [worker for worker, work in claimed if work is not None]
+    assert len(winners) == 1
+    attempt = Attempt.objects.get(token=token)
+    assert (attempt.status, attempt.worker) == ("running", winners[0])
