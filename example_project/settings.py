@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent
@@ -23,6 +24,7 @@ INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.staticfiles",
     "django_workflows",
+    "example_project.shop",
 ]
 if HAS_DJANGO_Q:
     INSTALLED_APPS.append("django_q")
@@ -58,7 +60,8 @@ TEMPLATES = [
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": BASE_DIR / "db.sqlite3",
+        # DWF_DEMO_DB puts it elsewhere (the demo's test uses a temporary file).
+        "NAME": os.environ.get("DWF_DEMO_DB") or BASE_DIR / "db.sqlite3",
         # Persistent connections: web processes and workers do not reconnect per request/task.
         "CONN_MAX_AGE": 600,
         # Serialise concurrent writers: WAL, BEGIN IMMEDIATE, a busy timeout.
@@ -72,6 +75,20 @@ DATABASES = {
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 STATIC_URL = "/static/"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "wizard"
+# The shop's emails (order shipped, expense rejected) are printed, not sent.
+EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+# The shop's fake payment provider (example_project/shop/payments.py): by default a
+# fifth of the charge requests fail (the workflow retries them) and the bank takes a
+# few seconds to confirm, so retries and progress can be seen in the admin.
+SHOP_PAYMENTS = {
+    "FAILURE_RATE": float(os.environ.get("SHOP_PAYMENT_FAILURE_RATE", "0.2")),
+    "LOST_RESPONSE_RATE": float(os.environ.get("SHOP_PAYMENT_LOST_RESPONSE_RATE", "0")),
+    "LATENCY": float(os.environ.get("SHOP_PAYMENT_LATENCY", "3")),
+    "SLOW_LATENCY": float(os.environ.get("SHOP_PAYMENT_SLOW_LATENCY", "40")),
+}
 
 if HAS_DJANGO_Q:
     # The ORM broker keeps the demo self-contained; retry must exceed timeout.

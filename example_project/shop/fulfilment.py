@@ -1,0 +1,242 @@
+"""Order fulfilment: a back-office process that runs on its own (every step ``auto``).
+
+payment -> preparation (stock || courier) -> shipment -> completion
+
+* ``payment`` charges the card at the (fake) payment provider
+  (:mod:`example_project.shop.payments`): retried with exponential backoff when
+  the provider is unavailable, bounded by a ten-minute step timeout, refunded
+  by its ``rollback``. The idempotency key names the order and the card, so a
+  retry after a lost answer finds the first charge instead of charging twice.
+  A declined card blocks the order until someone gives another card.
+* ``preparation`` reserves stock and books a courier in parallel; each branch
+  has a compensation that undoes it when the order is rolled back.
+* ``shipment`` prints a label per parcel (progress and log lines show it).
+* ``completion`` emails the customer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from django_workflows import (
+    Branch,
+    HookContext,
+    Operation,
+    OperationContext,
+    Step,
+    Transition,
+    Workflow,
+)
+
+from . import payments
+from .models import Charge, CourierBooking, Shipment, StockItem, StockReservation
+
+# Which courier delivers to which country; others cannot be shipped to.
+COURIERS = {"DE": "Parcelway", "FR": "Parcelway", "NL": "Parcelway", "GB": "Royal Post",
+            "US": "Eagle Express"}
+ITEMS_PER_PARCEL = 3
+
+ORDER_SCHEMA = {
+    "type": "object",
+    "required": ["order_number", "customer", "items", "payment_method", "currency", "address"],
+    "properties": {
+        "order_number": {"type": "string", "maxLength": 40},
+        "customer": {
+            "type": "object", "required": ["name", "email"],
+            "properties": {"name": {"type": "string", "maxLength": 100},
+                           "email": {"type": "string", "maxLength": 254}},
+        },
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object", "required": ["sku", "quantity", "price_cents"],
+                "properties": {"sku": {"type": "string"},
+                               "quantity": {"type": "integer", "minimum": 1},
+                               "price_cents": {"type": "integer", "minimum": 0}},
+            },
+        },
+        "payment_method": {"type": "string", "maxLength": 60},
+        "currency": {"enum": ["EUR", "USD", "GBP"]},
+        "address": {
+            "type": "object", "required": ["country"],
+            "properties": {"country": {"type": "string", "pattern": "^[A-Z]{2}$"}},
+        },
+    },
+}
+
+
+def order_total(state: Any) -> int:
+    return sum(line["quantity"] * line["price_cents"] for line in state["items"])
+
+
+def money(cents: int, currency: str) -> str:
+    return f"{cents / 100:.2f} {currency}"
+
+
+# -- payment ---------------------------------------------------------------------------
+
+
+def payment_key(instance_id: str, payment_method: str) -> str:
+    """One charge per order and card: every attempt (and a repeated one) sends this key."""
+    return f"order-{instance_id}-{payment_method}"
+
+
+def charge_payment(ctx: OperationContext) -> dict[str, Any]:
+    state = ctx.state
+    amount, method = order_total(state), state["payment_method"]
+    ctx.log(f"Attempt {ctx.attempt}: charging {money(amount, state['currency'])} to {method}")
+    try:
+        charge = payments.create_charge(
+            amount_cents=amount, currency=state["currency"], payment_method=method,
+            reference=ctx.instance_id, idempotency_key=payment_key(ctx.instance_id, method))
+    except payments.CardDeclined as error:
+        # Retrying the same card will not help: wait until someone gives another one.
+        ctx.block(f"{error}: give another payment method to go on")
+    wait = max((charge.settles_at - charge.created_at).total_seconds(), 0.0)
+    while (charge := payments.retrieve_charge(charge.id)).status == Charge.PENDING:
+        waited = (timezone.now() - charge.created_at).total_seconds()
+        ctx.progress(round(min(waited, wait), 1), wait, "Waiting for the bank to confirm")
+        ctx.sleep(0.5)  # raises when the order is cancelled or the attempt timed out
+    ctx.progress(wait, wait, "Confirmed")
+    ctx.log(f"Charge {charge.id} confirmed")
+    return {"charge": charge.id, "amount_cents": amount, "currency": state["currency"]}
+
+
+def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None:
+    # Without a result (the last attempt failed) a charge may still have been made
+    # by an earlier attempt whose answer was lost: ask the provider.
+    if result:
+        charge_ids = [result["charge"]]
+    else:
+        charge_ids = [c.id for c in payments.charges_for(ctx.instance_id)
+                      if payments.retrieve_charge(c.id).status == Charge.SUCCEEDED]
+    for charge_id in charge_ids:
+        refund = payments.refund(charge_id, idempotency_key=f"refund-{charge_id}")
+        ctx.log(f"Refunded {charge_id} ({refund.id})")
+
+
+charge = Operation(
+    "charge-card", title="Charge the card",
+    description="Charge the order's total at the payment provider and wait for the bank.",
+    metadata={"provider": "fake"},
+    run=charge_payment, rollback=refund_payment,
+    retries=10, retry_delay=2, backoff=2, max_retry_delay=120,
+    timeout=45,  # one attempt, including the wait for the bank
+)
+
+
+# -- preparation: two branches in parallel ------------------------------------------------
+
+
+class OutOfStock(Exception):
+    pass
+
+
+class NoCourier(Exception):
+    pass
+
+
+def reserve_stock(ctx: HookContext) -> None:
+    with transaction.atomic():  # all lines or none
+        for line in ctx.state["items"]:
+            item = StockItem.objects.select_for_update().filter(pk=line["sku"]).first()
+            if item is None:
+                raise OutOfStock(f'Unknown article "{line["sku"]}"')
+            if StockReservation.objects.filter(order=ctx.instance_id, item=item).exists():
+                continue  # reserved by an earlier run of this branch
+            if item.available < line["quantity"]:
+                raise OutOfStock(f"Only {item.available} of {item.sku} left; "
+                                 f"{line['quantity']} ordered")
+            StockReservation.objects.create(order=ctx.instance_id, item=item,
+                                            quantity=line["quantity"])
+            StockItem.objects.filter(pk=item.pk).update(reserved=F("reserved") +
+                                                         line["quantity"])
+
+
+def release_stock(ctx: HookContext) -> None:
+    with transaction.atomic():
+        for reservation in StockReservation.objects.select_for_update().filter(
+                order=ctx.instance_id):
+            StockItem.objects.filter(pk=reservation.item_id).update(
+                reserved=F("reserved") - reservation.quantity)
+            reservation.delete()
+
+
+def book_courier(ctx: HookContext) -> None:
+    country = ctx.state["address"]["country"]
+    courier = COURIERS.get(country)
+    if courier is None:
+        raise NoCourier(f"No courier delivers to {country}")
+    CourierBooking.objects.update_or_create(
+        order=ctx.instance_id,
+        defaults={"courier": courier, "country": country, "status": CourierBooking.BOOKED})
+
+
+def cancel_courier(ctx: HookContext) -> None:
+    CourierBooking.objects.filter(order=ctx.instance_id).update(status=CourierBooking.CANCELLED)
+
+
+# -- shipment and completion ---------------------------------------------------------------
+
+
+def ship_parcels(ctx: OperationContext) -> dict[str, Any]:
+    quantity = sum(line["quantity"] for line in ctx.state["items"])
+    parcels = max(1, math.ceil(quantity / ITEMS_PER_PARCEL))
+    for number in range(1, parcels + 1):
+        ctx.check_cancelled()
+        ctx.log(f"Label printed for parcel {number} of {parcels}")
+        ctx.progress(number, parcels, "Printing labels")
+    tracking = f"PW{ctx.instance_id.replace('-', '')[:10].upper()}"
+    Shipment.objects.update_or_create(
+        order=ctx.instance_id,
+        defaults={"tracking_number": tracking, "parcels": parcels, "status": Shipment.SHIPPED})
+    courier = COURIERS[ctx.state["address"]["country"]]
+    ctx.log(f"Handed to {courier}, tracking number {tracking}")
+    return {"tracking_number": tracking, "parcels": parcels}
+
+
+def void_shipment(result: dict[str, Any] | None, ctx: OperationContext) -> None:
+    Shipment.objects.filter(order=ctx.instance_id).update(status=Shipment.VOIDED)
+
+
+def email_customer(ctx: OperationContext) -> dict[str, Any]:
+    customer = ctx.state["customer"]
+    send_mail(f"Your order {ctx.state['order_number']} is on its way",
+              f"Hello {customer['name']},\n\nyour order has been handed to the courier.\n",
+              "shop@example.com", [customer["email"]])
+    ctx.log(f"Emailed {customer['email']}")
+    return {"emailed": customer["email"]}
+
+
+fulfilment = Workflow(
+    id="order-fulfilment", version=1, title="Order fulfilment",
+    initial={"order_number": "", "customer": {"name": "", "email": ""}, "items": [],
+             "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": ""}},
+    state_schema=ORDER_SCHEMA,
+    steps=[
+        Step("payment", title="Take payment", advance="auto", timeout=600,
+             operations=[charge]),
+        Step("preparation", title="Reserve stock and book a courier", advance="auto",
+             timeout=120,
+             parallel=[Branch("reserve-stock", run=reserve_stock, compensate=release_stock),
+                       Branch("book-courier", run=book_courier, compensate=cancel_courier)]),
+        Step("shipment", title="Ship", advance="auto",
+             operations=[Operation("ship-parcels", title="Print labels and hand over",
+                                   run=ship_parcels, rollback=void_shipment, retries=2,
+                                   retry_delay=10, timeout=30)]),
+        Step("completion", title="Tell the customer", advance="auto",
+             operations=[Operation("email-customer", title="Email the customer",
+                                   run=email_customer, retries=3, retry_delay=30, backoff=2)]),
+    ],
+    transitions=[
+        Transition("payment", "preparation"),
+        Transition("preparation", "shipment"),
+        Transition("shipment", "completion"),
+    ],
+)

@@ -1,0 +1,129 @@
+"""The shop's own rows: what the example workflows create, reserve, charge and ship.
+
+Each row names the workflow instance that made it (``order`` / ``onboarding`` /
+``expense``: the instance's id), so that running a step twice finds the row it
+made the first time instead of making a second one.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Customer(models.Model):
+    """A customer, created when an onboarding is confirmed."""
+
+    onboarding = models.CharField(max_length=36, unique=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=100)
+    email = models.EmailField()
+    plan = models.CharField(max_length=20)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+class Charge(models.Model):
+    """A charge at the (fake) payment provider. One per idempotency key, ever."""
+
+    PENDING, SUCCEEDED, DECLINED = "pending", "succeeded", "declined"
+    STATUSES = [(PENDING, "Pending"), (SUCCEEDED, "Succeeded"), (DECLINED, "Declined")]
+
+    id = models.CharField(max_length=40, primary_key=True)
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    reference = models.CharField(max_length=100, db_index=True)
+    amount_cents = models.PositiveIntegerField()
+    currency = models.CharField(max_length=3)
+    payment_method = models.CharField(max_length=60)
+    status = models.CharField(max_length=20, choices=STATUSES, default=PENDING)
+    decline_reason = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField()
+    settles_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.amount_cents / 100:.2f} {self.currency} ({self.status})"
+
+
+class Refund(models.Model):
+    """A refund of a charge at the (fake) payment provider."""
+
+    id = models.CharField(max_length=40, primary_key=True)
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="refunds")
+    amount_cents = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.id} of {self.charge_id}"
+
+
+class StockItem(models.Model):
+    sku = models.CharField(max_length=40, primary_key=True)
+    name = models.CharField(max_length=100)
+    price_cents = models.PositiveIntegerField()
+    on_hand = models.PositiveIntegerField(default=0)
+    reserved = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.sku} ({self.available} available)"
+
+    @property
+    def available(self) -> int:
+        return self.on_hand - self.reserved
+
+
+class StockReservation(models.Model):
+    order = models.CharField(max_length=36)
+    item = models.ForeignKey(StockItem, on_delete=models.PROTECT, related_name="reservations")
+    quantity = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["order", "item"],
+                                               name="shop_one_reservation_per_order_item")]
+
+    def __str__(self) -> str:
+        return f"{self.quantity} x {self.item_id} for {self.order}"
+
+
+class CourierBooking(models.Model):
+    BOOKED, CANCELLED = "booked", "cancelled"
+
+    order = models.CharField(max_length=36, unique=True)
+    courier = models.CharField(max_length=60)
+    country = models.CharField(max_length=2)
+    status = models.CharField(max_length=20, default=BOOKED,
+                              choices=[(BOOKED, "Booked"), (CANCELLED, "Cancelled")])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.courier} for {self.order} ({self.status})"
+
+
+class Shipment(models.Model):
+    SHIPPED, VOIDED = "shipped", "voided"
+
+    order = models.CharField(max_length=36, unique=True)
+    tracking_number = models.CharField(max_length=40)
+    parcels = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, default=SHIPPED,
+                              choices=[(SHIPPED, "Shipped"), (VOIDED, "Voided")])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.tracking_number} ({self.status})"
+
+
+class Reimbursement(models.Model):
+    """Money paid back to an employee for an approved expense."""
+
+    expense = models.CharField(max_length=36, unique=True)
+    employee = models.CharField(max_length=150)
+    amount_cents = models.PositiveIntegerField()
+    currency = models.CharField(max_length=3)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.amount_cents / 100:.2f} {self.currency} to {self.employee}"

@@ -1,0 +1,184 @@
+"""Customer onboarding: a wizard a new customer clicks through (``/wizard/``).
+
+profile -> plan -> identity (a nested identity check with a manual review) -> confirm
+
+* ``profile`` is validated: the messages start with the field they are about
+  (``"email: ..."``), so the wizard page shows each beside its field.
+* ``plan`` applies only when the customer has no invite code: an invite names
+  the plan, so the step is skipped (and recorded as skipped) for them.
+* ``identity`` runs the ``identity-check`` workflow as a child instance; its
+  ``review`` step waits for an operator's decision. The customer's ``next``
+  goes to the child first, so the wizard walks through it as one flow.
+* ``confirm`` creates the :class:`~example_project.shop.models.Customer` when
+  it is left; the row is written in the same transaction as the step.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django_workflows import HookContext, Step, Transition, Workflow
+
+from .models import Customer
+
+PLANS = {"starter": "Starter (free)", "pro": "Pro", "team": "Team"}
+DEFAULT_PLAN = "starter"
+# Invite codes name the plan they come with.
+INVITES = {"PARTNER-TEAM": "team", "FRIEND-PRO": "pro"}
+DOCUMENT_TYPES = {"passport": "Passport", "id_card": "Identity card",
+                  "driving_licence": "Driving licence"}
+
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+DOCUMENT_NUMBER = re.compile(r"^[A-Z0-9]{6,12}$")
+
+
+def is_operator(user: Any) -> bool:
+    return bool(user is not None and getattr(user, "is_staff", False))
+
+
+# -- the identity check (a child workflow) ----------------------------------------------
+
+
+def validate_document(ctx: HookContext) -> list[str]:
+    errors = []
+    if ctx.state.get("document_type") not in DOCUMENT_TYPES:
+        errors.append("document_type: Choose the kind of document")
+    if not DOCUMENT_NUMBER.match(ctx.state.get("document_number") or ""):
+        errors.append("document_number: Enter the number as printed: 6 to 12 capital "
+                      "letters and digits")
+    return errors
+
+
+def validate_review(ctx: HookContext) -> str | None:
+    """Only an operator moves a check past review, and only with a decision."""
+    if not is_operator(ctx.user):
+        return "An operator reviews your document; this page moves on once they have"
+    if ctx.state.get("decision") not in ("approved", "rejected"):
+        return "decision: Approve or reject the document"
+    if ctx.state.get("decision") == "rejected" and not ctx.state.get("reason"):
+        return "reason: Say why the document is rejected"
+    return None
+
+
+class IdentityRejected(Exception):
+    pass
+
+
+def reject(ctx: HookContext) -> None:
+    # Failing the check fails the onboarding's identity step with this message.
+    raise IdentityRejected(f"Identity check rejected: {ctx.state.get('reason')}")
+
+
+def identity_permission(user: Any, instance: Any, action: str) -> bool:
+    """In the API: a customer may not decide their own review."""
+    if instance is None or instance.current_step != "review":
+        return True
+    return action in ("view", "back", "cancel") or is_operator(user)
+
+
+identity_check = Workflow(
+    id="identity-check", version=1, title="Identity check",
+    initial={"document_type": "passport", "document_number": "", "decision": None,
+             "reason": ""},
+    state_schema={
+        "type": "object",
+        "properties": {
+            "document_type": {"enum": list(DOCUMENT_TYPES)},
+            "document_number": {"type": "string", "maxLength": 40},
+            "decision": {"enum": [None, "approved", "rejected"]},
+            "reason": {"type": "string", "maxLength": 500},
+        },
+    },
+    steps=[
+        Step("document", title="Your document", validate=validate_document),
+        Step("review", title="Manual review", validate=validate_review),
+        Step("rejected", title="Rejected", advance="auto", enter=reject),
+    ],
+    transitions=[
+        Transition("document", "review"),
+        Transition("review", "rejected", when=lambda ctx: ctx.state["decision"] == "rejected"),
+        # Approved: no transition from "review" holds, so the check completes.
+    ],
+    permission=identity_permission,
+)
+
+
+# -- the onboarding wizard --------------------------------------------------------------
+
+
+def validate_profile(ctx: HookContext) -> list[str]:
+    errors = []
+    if not (ctx.state.get("name") or "").strip():
+        errors.append("name: Enter your name")
+    if not EMAIL.match(ctx.state.get("email") or ""):
+        errors.append("email: Enter an email address such as ann@example.com")
+    code = (ctx.state.get("invite_code") or "").strip().upper()
+    if code and code not in INVITES:
+        errors.append("invite_code: This invite code is not known; leave it empty if you "
+                      "have none")
+    return errors
+
+
+def invited_plan(state: Any) -> str | None:
+    return INVITES.get((state.get("invite_code") or "").strip().upper())
+
+
+def chosen_plan(state: Any) -> str:
+    return invited_plan(state) or state.get("plan") or DEFAULT_PLAN
+
+
+def validate_plan(ctx: HookContext) -> str | None:
+    if ctx.state.get("plan") not in PLANS:
+        return "plan: Choose a plan, or skip this step to start on Starter"
+    return None
+
+
+def validate_confirmation(ctx: HookContext) -> str | None:
+    return None if ctx.state.get("accept_terms") is True else \
+        "accept_terms: Accept the terms to open your account"
+
+
+def create_customer(ctx: HookContext) -> None:
+    Customer.objects.update_or_create(
+        onboarding=ctx.instance_id,
+        defaults={"name": ctx.state["name"].strip(), "email": ctx.state["email"],
+                  "plan": chosen_plan(ctx.state),
+                  "user": ctx.user if getattr(ctx.user, "pk", None) else None})
+
+
+def onboarding_permission(user: Any, instance: Any, action: str) -> bool:
+    """In the API: a customer may skip the plan, but not the identity check."""
+    if action != "skip" or instance is None or is_operator(user):
+        return True
+    return instance.current_step == "plan"
+
+
+onboarding = Workflow(
+    id="onboarding", version=1, title="Customer onboarding",
+    initial={"name": "", "email": "", "invite_code": "", "plan": None, "accept_terms": False},
+    state_schema={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 100},
+            "email": {"type": "string", "maxLength": 254},
+            "invite_code": {"type": "string", "maxLength": 40},
+            "plan": {"enum": [None, *PLANS]},
+            "accept_terms": {"type": "boolean"},
+        },
+    },
+    steps=[
+        Step("profile", title="Your details", validate=validate_profile),
+        Step("plan", title="Your plan", when=lambda ctx: invited_plan(ctx.state) is None,
+             validate=validate_plan),
+        Step("identity", title="Identity check", nested=identity_check, advance="auto"),
+        Step("confirm", title="Confirm", validate=validate_confirmation,
+             leave=create_customer),
+    ],
+    transitions=[
+        Transition("profile", "plan"),
+        Transition("plan", "identity"),
+        Transition("identity", "confirm"),
+    ],
+    permission=onboarding_permission,
+)

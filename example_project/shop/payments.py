@@ -1,0 +1,161 @@
+"""A fake payment provider: it stands for an outside API (such as Stripe's) in the example.
+
+It keeps its charges and refunds as rows (:class:`~example_project.shop.models.Charge`,
+:class:`~example_project.shop.models.Refund`), so a test or an operator can see
+whether anything was charged or refunded twice. It behaves like a real
+provider where that matters to a workflow:
+
+* An **idempotency key** names a request: the same key answers the first
+  charge (or refund) again and never makes a second one. Retrying after a
+  lost answer is therefore safe, as long as the retry sends the same key.
+* A charge is **pending** until the bank confirms it, ``LATENCY`` seconds
+  later; :func:`retrieve_charge` tells when it succeeded.
+* Charge requests can fail: ``FAILURE_RATE`` of them answer "503
+  unavailable" before anything happens; ``LOST_RESPONSE_RATE`` of them are
+  carried out, but their answer is lost (the caller sees a timeout).
+  Refunds do not fail: a rollback should be seen to work.
+* Magic payment methods, as in a provider's sandbox: ``pm_card_ok``,
+  ``pm_card_slow`` (confirmed after ``SLOW_LATENCY`` seconds),
+  ``pm_card_declined`` and ``pm_card_insufficient_funds`` (declined).
+
+Settings (``settings.SHOP_PAYMENTS``; the example project reads them from the
+environment variables ``SHOP_PAYMENT_FAILURE_RATE``, ``SHOP_PAYMENT_LOST_RESPONSE_RATE``,
+``SHOP_PAYMENT_LATENCY`` and ``SHOP_PAYMENT_SLOW_LATENCY``)::
+
+    SHOP_PAYMENTS = {"FAILURE_RATE": 0.2, "LOST_RESPONSE_RATE": 0.0,
+                     "LATENCY": 3.0, "SLOW_LATENCY": 40.0}
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from .models import Charge, Refund
+
+DEFAULTS: dict[str, float] = {
+    "FAILURE_RATE": 0.0,
+    "LOST_RESPONSE_RATE": 0.0,
+    "LATENCY": 0.0,
+    "SLOW_LATENCY": 40.0,
+}
+
+DECLINES = {
+    "pm_card_declined": "Your card was declined",
+    "pm_card_insufficient_funds": "Your card has insufficient funds",
+}
+KNOWN_METHODS = {"pm_card_ok", "pm_card_slow", *DECLINES}
+
+_random = random.Random()
+
+
+class ProviderError(Exception):
+    """Anything the provider answers that is not a success."""
+
+
+class ProviderUnavailable(ProviderError):
+    """503: the provider did nothing; trying again later is safe."""
+
+
+class ProviderTimeout(ProviderError):
+    """The answer was lost: the request may or may not have been carried out."""
+
+
+class CardDeclined(ProviderError):
+    """The bank said no; trying again with the same card will not help."""
+
+
+class IdempotencyKeyReused(ProviderError):
+    """The key was used before for a request with other parameters."""
+
+
+def config() -> dict[str, float]:
+    return {**DEFAULTS, **(getattr(settings, "SHOP_PAYMENTS", None) or {})}
+
+
+def _happens(rate: float) -> bool:
+    return rate >= 1 or (rate > 0 and _random.random() < rate)
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def create_charge(*, amount_cents: int, currency: str, payment_method: str, reference: str,
+                  idempotency_key: str) -> Charge:
+    """Charge ``amount_cents``; the charge is pending until the bank confirms it.
+
+    Raises :class:`CardDeclined` for a declined card (the declined charge is
+    kept under its key, as real providers do), :class:`ProviderUnavailable`
+    and :class:`ProviderTimeout` as configured.
+    """
+    options = config()
+    params = {"amount_cents": amount_cents, "currency": currency,
+              "payment_method": payment_method, "reference": reference}
+    if _happens(options["FAILURE_RATE"]):
+        raise ProviderUnavailable("Payment provider unavailable (503); nothing was charged")
+    charge = Charge.objects.filter(idempotency_key=idempotency_key).first()
+    if charge is None:
+        charge = _insert_charge(params, idempotency_key, options)
+    elif any(getattr(charge, name) != value for name, value in params.items()):
+        raise IdempotencyKeyReused(f'Idempotency key "{idempotency_key}" was used for '
+                                   "another charge")
+    if _happens(options["LOST_RESPONSE_RATE"]):
+        raise ProviderTimeout("No answer from the payment provider within 10s")
+    if charge.status == Charge.DECLINED:
+        raise CardDeclined(charge.decline_reason)
+    return charge
+
+
+def _insert_charge(params: dict[str, Any], key: str, options: dict[str, float]) -> Charge:
+    now = timezone.now()
+    method = params["payment_method"]
+    latency = options["SLOW_LATENCY"] if method == "pm_card_slow" else options["LATENCY"]
+    declined = DECLINES.get(method) or (
+        None if method in KNOWN_METHODS else f'Unknown payment method "{method}"')
+    try:
+        with transaction.atomic():
+            return Charge.objects.create(
+                id=_new_id("ch"), idempotency_key=key, created_at=now,
+                settles_at=now + timedelta(seconds=latency),
+                status=Charge.DECLINED if declined else Charge.PENDING,
+                decline_reason=declined or "", **params)
+    except IntegrityError:  # the same key, at the same moment: the first one wins
+        return Charge.objects.get(idempotency_key=key)
+
+
+def retrieve_charge(charge_id: str) -> Charge:
+    """The charge as it is now: a pending one succeeds once the bank confirmed it."""
+    charge = Charge.objects.get(pk=charge_id)
+    if charge.status == Charge.PENDING and timezone.now() >= charge.settles_at:
+        Charge.objects.filter(pk=charge_id, status=Charge.PENDING).update(
+            status=Charge.SUCCEEDED)
+        charge.refresh_from_db()
+    return charge
+
+
+def charges_for(reference: str) -> list[Charge]:
+    return list(Charge.objects.filter(reference=reference).order_by("created_at"))
+
+
+def refund(charge_id: str, *, idempotency_key: str) -> Refund:
+    """Refund a whole charge. The same key answers the same refund."""
+    existing = Refund.objects.filter(idempotency_key=idempotency_key).first()
+    if existing is not None:
+        return existing
+    charge = retrieve_charge(charge_id)
+    if charge.status != Charge.SUCCEEDED:
+        raise ProviderError(f"Charge {charge_id} is {charge.status}; only a succeeded charge "
+                            "can be refunded")
+    try:
+        with transaction.atomic():
+            return Refund.objects.create(id=_new_id("re"), idempotency_key=idempotency_key,
+                                         charge=charge, amount_cents=charge.amount_cents)
+    except IntegrityError:
+        return Refund.objects.get(idempotency_key=idempotency_key)

@@ -1,0 +1,221 @@
+"""The example's order fulfilment: payment with retries, parallel preparation, rollback."""
+
+from __future__ import annotations
+
+import pytest
+from django.core import mail
+from django.test import override_settings
+
+from django_workflows.exceptions import WorkflowNotMoved
+from example_project.shop.models import (
+    Charge,
+    CourierBooking,
+    Refund,
+    Shipment,
+    StockItem,
+    StockReservation,
+)
+
+from .factories import ORDER_TOTAL_CENTS, order_state, stock_for_order
+
+pytestmark = pytest.mark.django_db
+
+
+def provider(**options):
+    """The fake payment provider configured with ``options`` (rates, latencies)."""
+    return override_settings(SHOP_PAYMENTS=options)
+
+
+def operation(instance, operation_id):
+    return next(op for op in instance.operations if op["id"] == operation_id)
+
+
+@pytest.fixture(autouse=True)
+def stock(db):
+    return stock_for_order(on_hand=10)
+
+
+def test_an_order_is_charged_prepared_shipped_and_emailed(wf):
+    order = wf.create("order-fulfilment", state=order_state(), start=True)
+
+    done = wf.reload(order)
+
+    assert done.status == "completed"
+    assert done.history == ["payment", "preparation", "shipment", "completion"]
+    charge = Charge.objects.get()
+    assert (charge.status, charge.amount_cents, charge.reference) == (
+        "succeeded", ORDER_TOTAL_CENTS, str(order.pk))
+    assert StockItem.objects.get(sku="MUG").reserved == 2
+    assert CourierBooking.objects.get(order=str(order.pk)).courier == "Parcelway"
+    assert Shipment.objects.get(order=str(order.pk)).parcels == 1
+    assert [message.subject for message in mail.outbox] == ["Your order A-1001 is on its way"]
+
+
+def test_operations_show_their_progress_and_log_lines(wf):
+    order = wf.create("order-fulfilment", state=order_state(
+        items=[{"sku": "MUG", "quantity": 7, "price_cents": 1290}]), start=True)
+
+    shipment = operation(wf.reload(order), "ship-parcels")
+
+    assert shipment["progress"] == {"current": 3, "total": 3, "message": "Printing labels"}
+    assert shipment["logs"][:3] == ["Label printed for parcel 1 of 3",
+                                    "Label printed for parcel 2 of 3",
+                                    "Label printed for parcel 3 of 3"]
+    assert shipment["logs"][3].startswith("Handed to Parcelway, tracking number PW")
+
+
+def test_the_payment_waits_for_the_bank_and_says_so(wf):
+    with provider(LATENCY=0.6):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+
+    payment = operation(wf.reload(order), "charge-card")
+    assert payment["status"] == "succeeded"
+    assert payment["progress"] == {"current": 0.6, "total": 0.6, "message": "Confirmed"}
+    assert payment["logs"][0] == "Attempt 1: charging 45.70 EUR to pm_card_ok"
+    assert payment["logs"][-1].startswith("Charge ch_")
+
+
+def test_an_unavailable_provider_is_retried_with_growing_delays(wf):
+    with provider(FAILURE_RATE=1.0):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+        waits = []
+        for _ in range(3):
+            payment = operation(wf.reload(order), "charge-card")
+            waits.append(payment["retry_at"] - wf.clock.time)
+            wf.advance(waits[-1])
+
+    payment = operation(wf.reload(order), "charge-card")
+    assert waits == [2, 4, 8]  # retry_delay=2, backoff=2
+    assert (payment["status"], payment["attempt"]) == ("waiting", 4)
+    assert payment["error"]["message"] == (
+        "Payment provider unavailable (503); nothing was charged")
+    assert not Charge.objects.exists()
+
+
+def test_the_payment_succeeds_once_the_provider_is_back(wf):
+    with provider(FAILURE_RATE=1.0):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+
+    wf.advance(2)
+
+    assert operation(wf.reload(order), "charge-card")["attempt"] == 2
+    assert wf.reload(order).status == "completed"
+    assert Charge.objects.count() == 1
+
+
+def test_retry_delays_stop_growing_at_two_minutes(wf):
+    with provider(FAILURE_RATE=1.0):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+        wf.advance(2 + 4 + 8 + 16 + 32 + 64)
+        payment = operation(wf.reload(order), "charge-card")
+
+    assert payment["attempt"] == 7
+    assert payment["retry_at"] - wf.clock.time == 120  # not 128: max_retry_delay
+
+
+def test_an_outage_longer_than_the_step_timeout_fails_the_order(wf):
+    with provider(FAILURE_RATE=1.0):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+        wf.advance(599)
+        assert wf.reload(order).status == "running"
+
+        wf.advance(1)
+
+    assert wf.reload(order).status == "failed"
+    assert wf.reload(order).errors == ['Workflow step "payment" timed out after 600s']
+
+
+def test_a_lost_answer_is_retried_without_charging_twice(wf):
+    with provider(LOST_RESPONSE_RATE=1.0):
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+    assert operation(wf.reload(order), "charge-card")["error"]["name"] == "ProviderTimeout"
+
+    wf.advance(2)
+
+    assert wf.reload(order).status == "completed"
+    assert Charge.objects.count() == 1
+
+
+def test_a_declined_card_blocks_the_order(wf):
+    order = wf.create("order-fulfilment", state=order_state(payment_method="pm_card_declined"),
+                      start=True)
+
+    assert wf.reload(order).status == "blocked"
+    assert wf.reload(order).errors == [
+        "Your card was declined: give another payment method to go on"]
+
+
+def test_another_card_unblocks_a_declined_order(wf):
+    order = wf.create("order-fulfilment", state=order_state(payment_method="pm_card_declined"),
+                      start=True)
+
+    wf.update_state(order, order_state(payment_method="pm_card_ok"))
+
+    assert wf.reload(order).status == "completed"
+    assert sorted(Charge.objects.values_list("payment_method", "status")) == [
+        ("pm_card_declined", "declined"), ("pm_card_ok", "succeeded")]
+
+
+def test_a_country_without_a_courier_fails_the_preparation(wf):
+    order = wf.create("order-fulfilment", state=order_state(address={"country": "IS"}),
+                      start=True)
+
+    failed = wf.reload(order)
+    assert failed.status == "failed"
+    assert failed.errors == ['Parallel workflow step "preparation" failed',
+                             'Branch "book-courier": No courier delivers to IS']
+    assert StockItem.objects.get(sku="MUG").reserved == 2  # the other branch succeeded
+
+
+def test_too_little_stock_fails_the_preparation_and_reserves_nothing(wf):
+    order = wf.create("order-fulfilment", state=order_state(
+        items=[{"sku": "TEE", "quantity": 1, "price_cents": 1990},
+               {"sku": "MUG", "quantity": 11, "price_cents": 1290}]), start=True)
+
+    assert wf.reload(order).errors[1] == 'Branch "reserve-stock": Only 10 of MUG left; 11 ordered'
+    assert not StockReservation.objects.exists()
+    assert StockItem.objects.get(sku="TEE").reserved == 0
+
+
+def test_rolling_back_a_failed_order_refunds_it_and_releases_the_stock(wf):
+    order = wf.create("order-fulfilment", state=order_state(address={"country": "IS"}),
+                      start=True)
+
+    wf.rollback(order)
+
+    assert wf.reload(order).status == "idle"
+    assert Refund.objects.get().charge == Charge.objects.get()
+    assert StockItem.objects.get(sku="MUG").reserved == 0
+    assert not StockReservation.objects.exists()
+
+
+def test_rolling_back_a_shipped_order_undoes_every_effect(wf):
+    order = wf.create("order-fulfilment", state=order_state(), start=True)
+
+    wf.rollback(order)
+
+    assert wf.reload(order).status == "idle"
+    assert Refund.objects.count() == 1
+    assert Shipment.objects.get().status == "voided"
+    assert CourierBooking.objects.get().status == "cancelled"
+    assert StockItem.objects.get(sku="MUG").reserved == 0
+    wf.assert_events(order, ["rollback", "compensate", "compensate", "compensate", "compensate"],
+                     contains=True)
+
+
+def test_a_rollback_after_a_lost_answer_still_finds_the_charge(wf):
+    with provider(LOST_RESPONSE_RATE=1.0):  # charged at once, but no attempt hears of it
+        order = wf.create("order-fulfilment", state=order_state(), start=True)
+        wf.advance(600)
+    assert wf.reload(order).status == "failed"
+
+    wf.rollback(order)
+
+    assert Refund.objects.get().charge == Charge.objects.get()
+
+
+def test_an_order_without_a_country_is_refused_naming_the_field(wf):
+    with pytest.raises(WorkflowNotMoved) as refused:
+        wf.create("order-fulfilment", state=order_state(address={"country": "Germany"}))
+
+    assert [error.field for error in refused.value.field_errors] == ["address.country"]
