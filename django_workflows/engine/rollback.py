@@ -31,7 +31,7 @@ class RollbackMixin(MachineCore):
             if any(item.status == "running" for item in plan.items):
                 raise Refused("rollback_in_progress", f"{self.name} is already rolling back")
             self.set(status="rolling-back", errors=())
-            self.emit("rollback", step=self.snap.current_step, resumed=True)
+            self.emit("rollback", step=self.snap.current_step, phase="resumed")
             self.continue_rollback()
             return
         if self.snap.status == "idle" and not self.snap.history and not self.snap.operations:
@@ -40,7 +40,7 @@ class RollbackMixin(MachineCore):
             raise Refused("work_in_progress",
                           f"{self.name} has work in progress; cancel it before rolling back")
         self.set(status="rolling-back", errors=(), rollback=self.build_plan())
-        self.emit("rollback", step=self.snap.current_step)
+        self.emit("rollback", step=self.snap.current_step, phase="started")
         self.continue_rollback()
 
     def tree_stopping(self) -> list[Any]:
@@ -216,7 +216,12 @@ class RollbackMixin(MachineCore):
             self.put_item(index, replace(item, status="pending", token=None, claimed=False))
 
     def finish_rollback(self) -> None:
-        """Every compensation ran: the instance is idle again with a fresh initial state."""
+        """Every compensation ran: the instance is idle again with a fresh initial state.
+
+        **Adapted:** the original emits no final event; this one says the
+        rollback finished, so the event log alone tells the instance is idle.
+        """
+        self.emit("rollback", phase="finished")
         self.set(status="idle", current_step=None, completed_steps=(), skipped_steps=(),
                  history=(), errors=(), operations=(), parallel=(), nested=None,
                  state=self.definition.initial_state(), started_at=None, completed_at=None,

@@ -590,3 +590,15 @@ def test_rollback_is_refused_while_the_work_of_a_skipped_step_is_still_stopping(
         'Workflow "wf" cannot roll back while work it left is still stopping')
     x.finish(token)
     assert x.rollback(i).moved
+
+
+def test_rollback_events_say_when_it_started_and_when_it_finished():
+    calls = Calls()
+    x, i = started(one_operation(Operation("op", run=lambda c: 1, rollback=calls.rollback("op"))))
+
+    x.rollback(i)
+
+    rollbacks = [(e.type, e.data.get("phase")) for e in x.events_of(i)
+                 if e.type in ("rollback", "compensate")]
+    assert rollbacks == [("rollback", "started"), ("compensate", None),
+                         ("rollback", "finished")]
