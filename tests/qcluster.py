@@ -31,9 +31,24 @@ def database_url() -> str:
             f"{db.get('PORT') or 5432}/{db['NAME']}")
 
 
+def queue_name() -> str:
+    """The broker queue of this test run (its database is unique to the run).
+
+    Redis is shared by every run on the machine: one queue per run keeps two
+    runs from taking each other's tasks. Give it to django-q2 in the test
+    process with ``Conf.CLUSTER_NAME``; the children get ``DWF_Q_QUEUE``.
+    """
+    return f"dwf-{connection.settings_dict['NAME']}"
+
+
+def redis_queue_key() -> str:
+    return f"django_q:{queue_name()}:q"
+
+
 def child_env(broker: str, **extra: str) -> dict[str, str]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings",
            "DATABASE_URL": database_url(), "DWF_Q_BROKER": broker,
+           "DWF_Q_QUEUE": queue_name(),
            "DWF_RUNNER": "django_workflows.runners.django_q.Runner",
            "DWF_HEARTBEAT_INTERVAL": "0.5", "DWF_HEARTBEAT_TIMEOUT": "3",
            "DWF_SWEEP_INTERVAL": "0.2", "PYTHONUNBUFFERED": "1"}
@@ -74,7 +89,10 @@ class Process:
 
     def stop(self) -> None:
         if self.popen.poll() is None:
-            self.kill(signal.SIGTERM)
+            # SIGTERM to the main process only: it stops its workers itself. Sent to the
+            # whole group, the sentinel dies at once (SIG_DFL) and the main process hangs.
+            with suppress(ProcessLookupError):
+                self.popen.send_signal(signal.SIGTERM)
             with suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=15)
         self.kill(signal.SIGKILL)  # leftovers of the group
@@ -90,7 +108,9 @@ def background(broker: str = "orm", *, workers: int = 2, sweeper: bool = True,
     if broker == "redis":
         import redis
 
-        redis.Redis(host="127.0.0.1", port=6379, db=int(env.get("DWF_REDIS_DB", "5"))).flushdb()
+        # Only this run's queue: other runs may share the Redis database.
+        redis.Redis(host="127.0.0.1", port=6379,
+                    db=int(env.get("DWF_REDIS_DB", "5"))).delete(redis_queue_key())
     cluster = Process(f"qcluster-{broker}", ["qcluster"],
                       child_env(broker, DWF_Q_WORKERS=str(workers), **env))
     processes = [cluster]

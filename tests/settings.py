@@ -118,6 +118,8 @@ if importlib.util.find_spec("django_q") is not None:
     _broker = os.environ.get("DWF_Q_BROKER", "orm")
     Q_CLUSTER = {
         "name": os.environ.get("DWF_Q_NAME", "dwf-tests"),
+        # The queue (list key); tests/qcluster.py gives each test run its own.
+        "cluster_name": os.environ.get("DWF_Q_QUEUE") or os.environ.get("DWF_Q_NAME", "dwf-tests"),
         "workers": int(os.environ.get("DWF_Q_WORKERS", "2")),
         "timeout": 60,
         "retry": 120,
@@ -154,6 +156,7 @@ DJANGO_WORKFLOWS = {
     "HEARTBEAT_INTERVAL": float(os.environ.get("DWF_HEARTBEAT_INTERVAL", "5")),
     "HEARTBEAT_TIMEOUT": float(os.environ.get("DWF_HEARTBEAT_TIMEOUT", "60")),
     "SWEEP_INTERVAL": float(os.environ.get("DWF_SWEEP_INTERVAL", "5")),
+    "REDISPATCH_AFTER": float(os.environ.get("DWF_REDISPATCH_AFTER", "120")),
 }
 
 # Threads and subprocesses in tests open connections on purpose.
