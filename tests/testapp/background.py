@@ -140,3 +140,12 @@ compensating = register(Workflow(
     ],
     transitions=[Transition("one", "two"), Transition("two", "end")],
 ))
+
+interruptible = register(Workflow(
+    id="bg-interruptible",
+    steps=[Step("work", advance="auto",
+                operations=[Operation("prepare", run=lambda ctx: note("prepared") or {"ok": 1}),
+                            Operation("count", run=slow_counter)]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
+))

@@ -1,0 +1,361 @@
+"""Background work on a real django-q2 cluster, with the ORM broker and with Redis.
+
+Every test drives real processes: a ``manage.py qcluster`` (two workers) and a
+``workflows_sweep --loop`` sweeper (tests/qcluster.py), against the PostgreSQL
+test database. The children write a heartbeat every 0.5 s and count an attempt
+as interrupted after 3 s without one. Operations talk back through ``Note``
+rows (tests/testapp/background.py); the tests poll rows with deadlines.
+
+One cluster serves every test of a broker; only the tests that kill it or need
+it stopped start another. Each test waits until no attempt is queued or running
+before the database is flushed, so no late work leaks into the next test.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from django_workflows import services
+from django_workflows.conf import DJANGO_Q_RUNNER
+from django_workflows.engine.stepwork import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
+from django_workflows.exceptions import WorkflowNotMoved
+from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
+from tests.qcluster import Process, background, queue_name, redis_queue_key, wait_for
+from tests.testapp.models import Note
+
+pytestmark = [pytest.mark.postgres, pytest.mark.needs_q2,
+              pytest.mark.django_db(transaction=True)]
+
+BROKERS = ["orm", "redis"]
+REDIS = {"host": "127.0.0.1", "port": 6379, "db": 5}
+UNSETTLED = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)
+
+
+class Clusters:
+    """The cluster (and sweeper) the tests share; started again only when needed."""
+
+    def __init__(self) -> None:
+        self._stack: ExitStack | None = None
+        self._key: tuple[str, tuple[tuple[str, str], ...]] | None = None
+        self.current: Process | None = None
+
+    def get(self, broker: str, **env: str) -> Process:
+        key = (broker, tuple(sorted(env.items())))
+        alive = self.current is not None and self.current.popen.poll() is None
+        if not (alive and key == self._key):
+            self.start(broker, **env)
+        assert self.current is not None
+        return self.current
+
+    def start(self, broker: str, **env: str) -> Process:
+        self.stop()
+        self._stack = ExitStack()
+        self.current = self._stack.enter_context(background(broker, **env))
+        self._key = (broker, tuple(sorted(env.items())))
+        return self.current
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._key, self.current = None, None, None
+
+
+@pytest.fixture(scope="module", params=BROKERS)
+def broker(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def clusters(django_db_setup: None) -> Iterator[Clusters]:
+    holder = Clusters()
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Work this test process creates goes to the cluster, through ``broker``."""
+    from django_q.conf import Conf
+
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": DJANGO_Q_RUNNER}
+    monkeypatch.setattr(Conf, "CLUSTER_NAME", queue_name())
+    if broker == "redis":
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", REDIS)
+    return broker
+
+
+@pytest.fixture
+def cluster(enqueue_to: str, clusters: Clusters, transactional_db: None) -> Iterator[Process]:
+    """The shared cluster of this broker; at the end, every attempt has settled."""
+    yield clusters.get(enqueue_to)
+    wait_for(lambda: not Attempt.objects.filter(status__in=UNSETTLED).exists(), timeout=30,
+             message="every attempt to settle")
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def reload(instance: WorkflowInstance) -> WorkflowInstance:
+    return WorkflowInstance.objects.get(pk=instance.pk)
+
+
+def operation(instance: WorkflowInstance, operation_id: str) -> dict[str, Any]:
+    return next(op for op in instance.operations if op["id"] == operation_id)
+
+
+def notes() -> list[str]:
+    return list(Note.objects.order_by("pk").values_list("text", flat=True))
+
+
+def attempts(instance: WorkflowInstance, target: str) -> list[Attempt]:
+    return list(Attempt.objects.filter(instance=instance, target=target).order_by("enqueued_at"))
+
+
+def until(instance: WorkflowInstance, condition: Callable[[WorkflowInstance], Any],
+          what: str, timeout: float = 20.0) -> WorkflowInstance:
+    """Poll ``instance`` until ``condition`` holds; say where it stood if it never did."""
+    try:
+        wait_for(lambda: condition(reload(instance)), timeout=timeout, message=what)
+    except AssertionError as error:
+        row = reload(instance)
+        raise AssertionError(
+            f"{error}; the instance is {row.status} at {row.current_step!r}, errors "
+            f"{row.errors}, operations {row.operations}, branches {row.parallel}, rollback "
+            f"{row.rollback_plan}, attempts "
+            f"{list(Attempt.objects.filter(instance=row).values_list('target', 'status'))}, "
+            f"notes {notes()}") from None
+    return reload(instance)
+
+
+def at_step(step: str) -> Callable[[WorkflowInstance], bool]:
+    return lambda row: row.status == "running" and row.current_step == step
+
+
+def refused(call: Callable[..., Any], *args: Any) -> WorkflowNotMoved:
+    with pytest.raises(WorkflowNotMoved) as caught:
+        call(*args)
+    return caught.value
+
+
+def running_attempt(instance: WorkflowInstance, target: str) -> Attempt:
+    """The attempt of ``target`` once it is running and has reported progress."""
+    return wait_for(lambda: Attempt.objects.filter(
+        instance=instance, target=target, status=AttemptStatus.RUNNING,
+        progress__isnull=False).first(), timeout=20, message=f"{target} to report progress")
+
+
+# -- the shared cluster -----------------------------------------------------------------------
+
+
+def test_an_operation_that_fails_twice_succeeds_on_its_third_attempt(cluster):
+    instance = services.create("bg-retrying", state={"fail_times": 2}, start=True)
+
+    row = until(instance, at_step("done"), "the workflow to reach done")
+
+    flaky = operation(row, "flaky")
+    assert (flaky["status"], flaky["attempt"], flaky["result"]) == ("succeeded", 3,
+                                                                   {"attempt": 3})
+    assert notes() == ["flaky attempt 1", "flaky attempt 2", "flaky attempt 3"]
+    assert [(a.number, a.status) for a in attempts(row, "flaky")] == [
+        (1, "finished"), (2, "finished"), (3, "finished")]
+
+
+def test_progress_of_a_running_operation_is_visible_from_another_connection(cluster):
+    instance = services.create("bg-progress", state={"steps": 20, "tick": 0.2}, start=True)
+    seen: list[int] = []
+    logs_seen: list[int] = []
+
+    def progress_grew() -> bool:
+        attempt = Attempt.objects.filter(instance=instance).first()
+        if attempt is None or attempt.status != AttemptStatus.RUNNING or not attempt.progress:
+            return False
+        current = attempt.progress["current"]
+        if current < 20 and (not seen or current != seen[-1]):  # 20: it is done
+            seen.append(current)
+            logs_seen.append(len(attempt.logs))
+        return len(seen) >= 2
+
+    wait_for(progress_grew, timeout=20, interval=0.05, message="progress to grow mid-run")
+    assert operation(reload(instance), "count")["status"] == "running"
+    assert seen == sorted(seen) and len(set(seen)) == 2
+    assert logs_seen == sorted(logs_seen) and logs_seen[0] >= 1
+    row = until(instance, at_step("done"), "the counter to finish")
+    assert operation(row, "count")["progress"] == {"current": 20, "total": 20,
+                                                    "message": "tick 20"}
+
+
+def test_a_step_timeout_fails_the_step_and_drops_the_late_result(cluster):
+    instance = services.create("bg-timeout", state={"sleep": 3.5}, start=True)
+    message = 'Workflow step "work" timed out after 1s'
+
+    row = until(instance, lambda row: row.status == "failed", "the step to time out")
+    assert row.errors == [message]
+    assert refused(services.retry, instance).code == "still_stopping"
+
+    wait_for(lambda: "sleeper finished" in notes(), timeout=10, message="the late finish")
+    attempt = wait_for(lambda: Attempt.objects.filter(
+        instance=instance, status=AttemptStatus.DROPPED).first(), timeout=10,
+        message="the late attempt to be dropped")
+    assert attempt.stop_reason == message
+    row = reload(instance)
+    sleep = operation(row, "sleep")
+    assert (row.status, row.errors) == ("failed", [message])
+    assert (sleep["status"], sleep["result"]) == ("cancelled", None)
+    assert sleep["error"]["message"] == message
+
+    services.update_state(instance, {"sleep": 0.1})
+    services.retry(instance)
+    row = until(instance, at_step("done"), "the retried step to succeed")
+    assert operation(row, "sleep")["result"] == {"late": True}
+
+
+def test_retry_reruns_only_the_failed_branch(cluster):
+    instance = services.create("bg-branches", state={"failing_branches": ["b"]}, start=True)
+
+    row = until(instance, lambda row: row.status == "failed", "the branch to fail")
+    assert row.errors == ['Parallel workflow step "fan" failed', 'Branch "b": branch b broke']
+    assert Counter(notes()) == {"branch a": 1, "branch b": 1, "branch c": 1}
+
+    Note.objects.create(text="branch b fixed")
+    services.retry(instance)
+
+    row = until(instance, at_step("done"), "the fixed branch to let the step move on")
+    assert Counter(notes()) == {"branch a": 1, "branch b": 2, "branch c": 1,
+                                "branch b fixed": 1}
+    assert {b["id"]: b["status"] for b in row.parallel} == {
+        "a": "succeeded", "b": "succeeded", "c": "succeeded"}
+
+
+def test_a_nested_child_completes_by_itself_and_advances_its_parent(cluster):
+    parent = services.create("bg-parent", start=True)
+
+    row = until(parent, at_step("done"), "the parent to move on")
+
+    child = WorkflowInstance.objects.get(parent=parent)
+    assert (child.workflow, child.status) == ("bg-child", "completed")
+    assert operation(child, "child-op")["status"] == "succeeded"
+    assert row.completed_steps == ["wait-child"]
+    assert notes() == ["child op"]
+
+
+def test_cancel_stops_a_running_operation_within_seconds(cluster):
+    instance = services.create("bg-progress", state={"steps": 100, "tick": 0.1}, start=True)
+    attempt = running_attempt(instance, "count")
+
+    services.cancel(instance)
+    cancelled_at = time.monotonic()
+    stopped = wait_for(lambda: Attempt.objects.filter(
+        pk=attempt.pk, status__in=(AttemptStatus.FINISHED, AttemptStatus.DROPPED)).first(),
+        timeout=5, interval=0.05, message="the attempt to stop")
+
+    assert time.monotonic() - cancelled_at < 5
+    assert stopped.stop_reason == "Cancelled"
+    row = reload(instance)
+    assert row.status == "cancelled"
+    assert operation(row, "count")["status"] == "cancelled"
+    assert "slow counter finished" not in notes()
+
+
+def test_rollback_runs_in_order_and_resumes_after_its_worker_was_killed(cluster):
+    instance = services.create("bg-rollback", start=True)
+    until(instance, at_step("end"), "the workflow to reach its last step")
+
+    services.rollback(instance)
+    # The first compensation ("second") kills its own worker: the heartbeat expires.
+    row = until(instance, lambda row: INTERRUPTED_WORKFLOW in row.errors,
+                "the dead compensation to be interrupted")
+    assert row.status == "rolling-back"
+    assert [a.status for a in attempts(row, "operation:second")] == ["interrupted"]
+
+    services.rollback(instance)
+    row = until(instance, lambda row: row.status == "idle", "the resumed rollback to finish")
+
+    assert notes() == ["compensation died", "compensate second", "compensate first",
+                       "compensate y", "compensate x", "compensate step two",
+                       "compensate step one"]
+    assert (row.current_step, row.history, row.operations, row.errors) == ("", [], [], [])
+
+
+# -- tests that stop or kill the cluster ------------------------------------------------------
+
+
+def test_kill_9_of_the_cluster_interrupts_the_operation_and_retry_completes_it(
+        enqueue_to, clusters, transactional_db):
+    clusters.get(enqueue_to)
+    instance = services.create("bg-interruptible", state={"steps": 15, "tick": 0.2},
+                               start=True)
+    running_attempt(instance, "count")
+
+    clusters.current.kill()  # SIGKILL to the whole process group, workers and all
+    clusters.start(enqueue_to)
+
+    row = until(instance, lambda row: row.status == "failed", "the heartbeat to expire")
+    count = operation(row, "count")
+    assert row.errors == [INTERRUPTED_WORKFLOW]
+    assert (count["status"], count["error"]) == (
+        "failed", {"name": "OperationInterruptedError", "message": INTERRUPTED_OPERATION})
+    assert operation(row, "prepare")["status"] == "succeeded"
+
+    services.retry(instance)
+    row = until(instance, at_step("done"), "the retried operation to finish")
+    assert notes() == ["prepared", "slow counter finished"]
+    assert [a.status for a in attempts(row, "count")] == ["interrupted", "finished"]
+    assert [a.status for a in attempts(row, "prepare")] == ["finished"]
+
+
+def test_work_queued_in_a_broker_that_was_flushed_is_handed_out_again(
+        enqueue_to, clusters, transactional_db):
+    clusters.stop()
+    instance = services.create("bg-retrying", start=True)
+    (attempt,) = Attempt.objects.filter(instance=instance)
+    assert attempt.status == AttemptStatus.QUEUED
+    flush(enqueue_to)
+
+    clusters.start(enqueue_to, DWF_REDISPATCH_AFTER="1")
+    until(instance, at_step("done"), "the lost work to be done")
+
+    assert notes() == ["flaky attempt 1"]
+    attempt.refresh_from_db()
+    assert attempt.status == AttemptStatus.FINISHED
+    assert attempt.claimed_at is not None and attempt.claimed_at > attempt.enqueued_at
+
+
+def flush(broker: str) -> None:
+    if broker == "redis":
+        import redis
+
+        client = redis.Redis(**REDIS)  # shared with other runs: flush only our queue
+        assert client.llen(redis_queue_key()) == 1
+        client.delete(redis_queue_key())
+    else:
+        from django_q.models import OrmQ
+
+        assert OrmQ.objects.count() == 1
+        OrmQ.objects.all().delete()
+
+
+# -- the schedule -----------------------------------------------------------------------------
+
+
+def test_workflows_schedule_installs_one_django_q_schedule_idempotently():
+    from django_q.models import Schedule
+
+    first, second = StringIO(), StringIO()
+    call_command("workflows_schedule", stdout=first)
+    Schedule.objects.update(minutes=30)  # someone changed it: installing again repairs it
+    call_command("workflows_schedule", stdout=second)
+
+    schedule = Schedule.objects.get()
+    assert (schedule.name, schedule.func, schedule.schedule_type, schedule.minutes,
+            schedule.repeats) == ("django-workflows sweep", "django_workflows.tasks.sweep_loop",
+                                  Schedule.MINUTES, 1, -1)
+    assert "Installed" in first.getvalue() and "Updated" in second.getvalue()
