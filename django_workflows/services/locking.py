@@ -13,6 +13,7 @@ from django.db import OperationalError, connection
 
 from ..exceptions import Busy, InstanceNotFound
 from ..models import WorkflowInstance
+from .statements import statements
 
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for lock_timeout
 
@@ -57,10 +58,10 @@ def bounded_wait(seconds: float) -> Iterator[None]:
 
 
 def _locked(pk: object) -> WorkflowInstance:
-    try:
-        return WorkflowInstance.objects.select_for_update().get(pk=pk)
-    except WorkflowInstance.DoesNotExist:
-        raise InstanceNotFound(f"No workflow instance {pk}") from None
+    row = statements().locked(pk)
+    if row is None:
+        raise InstanceNotFound(f"No workflow instance {pk}")
+    return row
 
 
 def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
@@ -71,8 +72,7 @@ def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
     """
     with bounded_wait(timeout):
         # The common case, an instance without a parent, costs one query.
-        root = WorkflowInstance.objects.select_for_update().filter(
-            pk=instance_id, parent__isnull=True).first()
+        root = statements().locked(instance_id, root=True)
         if root is None:
             root = _locked(_root_id(instance_id))
         chain = [root]

@@ -1,0 +1,132 @@
+"""The hot path's SQL, built once per connection from the models' own metadata.
+
+Every command locks its rows, updates the changed columns and inserts its
+events. Built by the ORM each time, those three statements cost most of a
+command's Python time (see the README's benchmarks); here each is built once
+per database connection and then only executed. Values go through the
+fields' own ``get_db_prep_save`` and read values through the same converters
+a queryset uses, so every database Django supports gets what the ORM would
+send. Model signals (``pre_save``/``post_save``) are not sent for these rows;
+the app's own ``workflow_event`` signal is.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Field
+from django.db.models.sql import Query
+
+from ..models import WorkflowEvent, WorkflowInstance
+
+# Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
+MAX_BATCH = 1000
+
+
+class Statements:
+    """SQL and converters for one database connection (one thread's wrapper)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        ops, qn = connection.ops, connection.ops.quote_name
+        meta = WorkflowInstance._meta
+        self.pk: Field = meta.pk
+        self.fields: list[Field] = list(meta.concrete_fields)
+        self.attnames = [field.attname for field in self.fields]
+        self.by_name = {field.name: field for field in self.fields}
+        self.table = qn(meta.db_table)
+        self.where_pk = f"{qn(self.pk.column)} = %s"
+        columns = ", ".join(qn(field.column) for field in self.fields)
+        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+        parent = qn(meta.get_field("parent").column)
+        self.select_root = (f"SELECT {columns} FROM {self.table} "
+                            f"WHERE {self.where_pk} AND {parent} IS NULL{lock}")
+        self.select = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}{lock}"
+        self.compiler = ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection,
+                                                     connection.alias)
+        self.converters = self.compiler.get_converters(
+            [field.get_col(meta.db_table) for field in self.fields])
+        self.updates: dict[tuple[str, ...], str] = {}
+        events = WorkflowEvent._meta
+        self.event_fields: list[Field] = [f for f in events.concrete_fields if not f.primary_key]
+        self.insert_events = (
+            f"INSERT INTO {qn(events.db_table)} "
+            f"({', '.join(qn(field.column) for field in self.event_fields)}) VALUES ")
+        self.event_values = f"({', '.join(['%s'] * len(self.event_fields))})"
+        self.returning = f" RETURNING {qn(events.pk.column)}"
+        self.can_return = connection.features.can_return_rows_from_bulk_insert
+
+    def pk_value(self, value: Any) -> Any:
+        return self.pk.get_db_prep_value(self.pk.to_python(value), self.connection)
+
+    def locked(self, pk: Any, *, root: bool = False) -> WorkflowInstance | None:
+        """The row ``pk`` (only if it has no parent, with ``root``), locked for update."""
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.select_root if root else self.select, [self.pk_value(pk)])
+            rows: Iterable[Sequence[Any]] = cursor.fetchall()
+        if not rows:
+            return None
+        if self.converters:
+            rows = self.compiler.apply_converters(rows, self.converters)
+        values = list(next(iter(rows)))
+        return WorkflowInstance.from_db(self.connection.alias, self.attnames, values)
+
+    def update(self, row: WorkflowInstance, names: Sequence[str]) -> None:
+        """``UPDATE`` the columns ``names`` of ``row``, as ``save(update_fields=...)`` would."""
+        key = tuple(names)
+        fields = [self.by_name[name] for name in key]
+        sql = self.updates.get(key)
+        if sql is None:
+            qn = self.connection.ops.quote_name
+            sql = self.updates[key] = (
+                f"UPDATE {self.table} SET "
+                f"{', '.join(f'{qn(field.column)} = %s' for field in fields)} "
+                f"WHERE {self.where_pk}")
+        params = [field.get_db_prep_save(getattr(row, field.attname), self.connection)
+                  for field in fields]
+        params.append(self.pk.get_db_prep_value(row.pk, self.connection))
+        with self.connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if cursor.rowcount != 1:
+                raise WorkflowInstance.DoesNotExist(f"No workflow instance {row.pk} to update")
+
+    def batch_size(self, events: list[WorkflowEvent]) -> int:
+        """Events per ``INSERT``: what the database takes, and at most 1,000."""
+        return max(min(self.connection.ops.bulk_batch_size(self.event_fields, events),
+                       MAX_BATCH), 1)
+
+    def insert(self, events: list[WorkflowEvent]) -> None:
+        """Insert event rows in one statement (per batch), setting their primary keys."""
+        if not events:
+            return
+        if not self.can_return:
+            WorkflowEvent.objects.bulk_create(events)
+            return
+        size = self.batch_size(events)
+        for start in range(0, len(events), size):
+            batch = events[start:start + size]
+            params = [field.get_db_prep_save(field.pre_save(event, True), self.connection)
+                      for event in batch for field in self.event_fields]
+            sql = self.insert_events + ", ".join([self.event_values] * len(batch))
+            with self.connection.cursor() as cursor:
+                cursor.execute(sql + self.returning, params)
+                keys = cursor.fetchall()
+            for event, (key,) in zip(batch, keys, strict=True):
+                event.pk = key
+                event._state.adding = False
+                event._state.db = self.connection.alias
+
+
+_built: weakref.WeakKeyDictionary[Any, Statements] = weakref.WeakKeyDictionary()
+
+
+def statements(alias: str = DEFAULT_DB_ALIAS) -> Statements:
+    """The statements of this thread's connection ``alias``, built on its first use."""
+    connection = connections[alias]
+    built = _built.get(connection)
+    if built is None:
+        built = _built[connection] = Statements(connection)
+    return built

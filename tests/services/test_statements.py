@@ -1,0 +1,106 @@
+"""The hot path's hand-built statements read and write exactly what the ORM would."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from django_workflows import services
+from django_workflows.models import WorkflowEvent, WorkflowInstance
+from django_workflows.services.statements import statements
+
+pytestmark = pytest.mark.django_db
+
+FIELDS = [f.attname for f in WorkflowInstance._meta.concrete_fields]
+
+
+def values(row: WorkflowInstance) -> dict:
+    return {name: getattr(row, name) for name in FIELDS}
+
+
+def test_a_locked_row_is_the_row_the_orm_loads():
+    parent = services.create("parent", start=True, state={"n": 1, "nested": {"a": [1, None]}})
+    services.next(parent.pk)
+    parent.refresh_from_db()
+    child_id = parent.nested_id
+
+    with transaction.atomic():
+        for pk in (parent.pk, str(parent.pk), child_id):
+            locked = statements().locked(pk)
+            assert values(locked) == values(WorkflowInstance.objects.get(pk=pk))
+            assert not locked._state.adding and locked._state.db == "default"
+        assert statements().locked(parent.pk, root=True).pk == parent.pk
+        assert statements().locked(child_id, root=True) is None  # it has a parent
+        assert statements().locked(uuid.uuid4()) is None
+
+
+def test_an_id_that_is_no_uuid_is_refused_as_the_orm_refuses_it():
+    with pytest.raises(ValidationError):
+        statements().locked("no-uuid")
+
+
+def test_update_writes_the_named_columns_only():
+    row = services.create("wizard")
+    stale = WorkflowInstance.objects.get(pk=row.pk)
+    row.state = {"email": "ada@example.com", "plan": None}
+    row.snapshot = {"history": ["account"], "odd": "ünïcode ✓"}
+    row.started_at = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    row.current_step = "account"
+    row.revision = 7
+    row.status = "blocked"  # changed, but not named: not written
+
+    with transaction.atomic():
+        statements().update(row, ["state", "snapshot", "started_at", "current_step",
+                                  "revision"])
+
+    saved = WorkflowInstance.objects.get(pk=row.pk)
+    assert values(saved) == {**values(row), "status": stale.status}
+
+
+def test_update_of_a_missing_row_raises():
+    row = WorkflowInstance(workflow="wizard", version=1)
+    with pytest.raises(WorkflowInstance.DoesNotExist), transaction.atomic():
+        statements().update(row, ["revision"])
+
+
+def test_insert_writes_events_as_bulk_create_would_and_sets_their_keys():
+    row = services.create("wizard")
+    actor = get_user_model().objects.create(username="ada")
+    now = datetime(2030, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    events = [WorkflowEvent(instance=row, sequence=100 + i, type="step-enter", step=f"s{i}",
+                            actor=actor if i % 2 else None, revision=3,
+                            error={"message": "x"} if i == 1 else None,
+                            data={"i": i, "list": [1, "two"]}, created_at=now)
+              for i in range(3)]
+
+    with transaction.atomic():
+        statements().insert(events)
+
+    assert all(e.pk is not None and not e._state.adding for e in events)
+    stored = {e.pk: e for e in WorkflowEvent.objects.filter(instance=row, sequence__gte=100)}
+    assert sorted(stored) == sorted(e.pk for e in events)
+    for event in events:
+        again = stored[event.pk]
+        for field in WorkflowEvent._meta.concrete_fields:
+            assert getattr(again, field.attname) == getattr(event, field.attname), field.name
+    assert stored[events[1].pk].error == {"message": "x"}
+    assert stored[events[0].pk].error is None
+
+
+def test_insert_splits_what_the_database_cannot_take_in_one_statement():
+    row = services.create("wizard")
+    count = statements().batch_size([None] * 5000) + 3
+    assert count <= 1003
+    events = [WorkflowEvent(instance=row, sequence=1000 + i, type="validate", revision=1)
+              for i in range(count)]
+
+    with transaction.atomic():
+        statements().insert(events)
+
+    assert WorkflowEvent.objects.filter(instance=row, sequence__gte=1000).count() == count
+    assert len({e.pk for e in events}) == count
