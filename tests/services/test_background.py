@@ -242,6 +242,66 @@ def test_a_second_sweep_finds_nothing_left_to_fire(slow_step):
     assert row_of(instance).revision == revision
 
 
+def _fails_first(ctx):
+    if ctx.attempt == 1:
+        raise RuntimeError("first attempt fails")
+    return {"attempt": ctx.attempt}
+
+
+@pytest.fixture
+def retried():
+    """An operation that fails its first attempt and retries after 60s."""
+    definition = Workflow(id="retried", steps=[Step("work", operations=[
+        Operation("flaky", run=_fails_first, retries=1, retry_delay=60)])])
+    registry.register(definition, origin="tests.services.test_background")
+    yield definition
+    registry.unregister(definition.id)
+
+
+@pytest.fixture
+def bounded():
+    """An operation whose attempts may take 5s."""
+    definition = Workflow(id="bounded", steps=[Step("work", operations=[
+        Operation("op", run=lambda ctx: "ok", timeout=5)])])
+    registry.register(definition, origin="tests.services.test_background")
+    yield definition
+    registry.unregister(definition.id)
+
+
+def test_a_failed_attempt_waits_for_its_retry_deadline(retried):
+    with runner(IMMEDIATE):
+        instance = services.create("retried", start=True)
+
+    assert operation(row_of(instance), "flaky")["status"] == "waiting"
+    assert Deadline.objects.get(instance=instance.pk).kind == "retry"
+
+
+def test_sweep_fires_a_due_retry_and_the_next_attempt_runs(retried):
+    with runner(IMMEDIATE):
+        instance = services.create("retried", start=True)
+        make_due(instance)
+        report = services.sweep()
+
+    assert report.fired == 1
+    flaky = operation(row_of(instance), "flaky")
+    assert (flaky["status"], flaky["attempt"], flaky["result"]) == ("succeeded", 2,
+                                                                    {"attempt": 2})
+
+
+def test_sweep_fires_a_due_attempt_timeout(bounded):
+    with runner(HOLDING):
+        instance = services.create("bounded", start=True)
+        (token,) = HoldingRunner.held
+        services.claim_attempt(token)
+        assert Deadline.objects.get(instance=instance.pk).kind == "attempt-timeout"
+        make_due(instance)
+        report = services.sweep()
+
+    assert report.fired == 1
+    row = row_of(instance)
+    assert (row.status, row.errors) == ("failed", ["Operation timed out after 5s"])
+
+
 # -- the sweep: heartbeats ------------------------------------------------------------------
 
 
