@@ -8,6 +8,7 @@ commit hand new work to the runner and announce the events.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
@@ -25,6 +26,8 @@ from .locking import busy_as_error, lock_tree
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
 
 InstanceRef = WorkflowInstance | UUID | str
+logger = logging.getLogger("django_workflows")
+
 Respond = Callable[[WorkflowInstance | None, WorkflowNotMoved | None], tuple[int, Any]]
 
 
@@ -51,6 +54,18 @@ def _env(user: Any) -> engine.Env:
                       resolve=definition_of)
 
 
+def _hand_out(runner: Any, tokens: list[str]) -> None:
+    """Give work to the runner; if it fails, the command stays committed all the same.
+
+    Work the runner did not take stays queued, and the sweep hands it out again.
+    """
+    try:
+        runner.enqueue(tokens)
+    except Exception:
+        logger.exception("The runner did not take attempts %s; the sweep will hand them "
+                         "out again", ", ".join(tokens))
+
+
 def _after_commit(saved: Any) -> None:
     definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
     # Announced before the work is handed out: a runner that runs it at once
@@ -60,7 +75,7 @@ def _after_commit(saved: Any) -> None:
     if saved.dispatch:
         from ..runners import get_runner
 
-        transaction.on_commit(partial(get_runner().enqueue, list(saved.dispatch)))
+        transaction.on_commit(partial(_hand_out, get_runner(), list(saved.dispatch)))
 
 
 def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
