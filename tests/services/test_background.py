@@ -7,6 +7,7 @@ a log line, result ``{"charge": "ch_1"}``, rollback "refund ...") -> ``ship``
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
@@ -469,3 +470,45 @@ def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
     assert len(winners) == 1
     attempt = Attempt.objects.get(token=token)
     assert (attempt.status, attempt.worker) == ("running", winners[0])
+
+
+# -- a runner that fails --------------------------------------------------------------------
+
+
+class BrokenRunner:
+    """A runner whose broker is down."""
+
+    def enqueue(self, tokens: Sequence[str]) -> None:
+        raise ConnectionError("the broker is down")
+
+
+BROKEN = "tests.services.test_background.BrokenRunner"
+
+
+def test_a_runner_that_fails_does_not_fail_the_committed_command():
+    with runner(BROKEN):
+        instance = services.create("back-office", start=True)
+
+    assert (instance.status, instance.current_step) == ("running", "pay")
+    assert row_of(instance).status == "running"
+
+
+def test_work_a_failed_runner_did_not_take_is_handed_out_by_the_sweep():
+    with runner(BROKEN):
+        instance = services.create("back-office", start=True)
+    assert list(Attempt.objects.values_list("status", flat=True)) == ["queued"]
+    Attempt.objects.update(enqueued_at=timezone.now() - timedelta(hours=1))
+
+    with runner(IMMEDIATE):
+        services.sweep()
+
+    assert row_of(instance).current_step == "done"
+
+
+def test_a_runner_that_fails_is_logged(caplog):
+    with runner(BROKEN), caplog.at_level(logging.ERROR, logger="django_workflows"):
+        services.create("back-office", start=True)
+
+    (token,) = Attempt.objects.values_list("token", flat=True)
+    assert [record.getMessage() for record in caplog.records] == [
+        f"The runner did not take attempts {token}; the sweep will hand them out again"]
