@@ -1,0 +1,231 @@
+"""``manage.py workflows_demo_data``: demo users, stock, and workflow instances in every status.
+
+Run it as often as you like: users are created once (their demo passwords are
+set again and printed), instances only when the demo users own none yet.
+
+Most instances are moved to where they stand here and now, with their
+background work run in this process. Two are left to the workers on purpose,
+so the demo shows live work: an order whose bank is slow (its payment runs
+with progress for ``SLOW_LATENCY`` seconds once a worker picks it up), and a
+failed order being rolled back.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.test import override_settings
+
+from django_workflows import services
+from django_workflows.conf import IMMEDIATE_RUNNER, workflow_settings
+from django_workflows.exceptions import WorkflowNotMoved
+from django_workflows.models import WorkflowInstance
+from example_project.shop.models import StockItem
+
+# username, password, operator (staff and superuser)
+USERS = [("operator", "operator-demo", True), ("alice", "alice-demo", False),
+         ("bob", "bob-demo", False)]
+STOCK = [("MUG", "Mug", 1290), ("TEE", "T-shirt", 1990), ("CAP", "Cap", 1490),
+         ("POSTER", "Poster", 990)]
+STATUSES = ["idle", "running", "blocked", "failed", "rolling-back", "cancelled", "completed"]
+
+
+def order(number: str, customer: Any, *, country: str = "DE",
+          payment_method: str = "pm_card_ok") -> dict[str, Any]:
+    name = customer.get_username().title()
+    return {
+        "order_number": number,
+        "customer": {"name": name, "email": f"{customer.get_username()}@example.com"},
+        "items": [{"sku": "MUG", "quantity": 2, "price_cents": 1290},
+                  {"sku": "POSTER", "quantity": 1, "price_cents": 990}],
+        "payment_method": payment_method, "currency": "EUR",
+        "address": {"name": name, "street": "Main Street 1", "city": "Springfield",
+                    "postcode": "12345", "country": country},
+    }
+
+
+def expense(employee: Any, amount: float, description: str, **changes: Any) -> dict[str, Any]:
+    return {"employee": employee.get_username(), "amount": amount, "currency": "EUR",
+            "category": "travel", "description": description,
+            "receipt": "receipts/demo.pdf", "decision": None, "comment": "", **changes}
+
+
+@contextmanager
+def work_runs_here() -> Iterator[None]:
+    """Run background work at once, in this process, with a provider that never fails.
+
+    The emails this work sends are kept in memory, not printed.
+    """
+    with override_settings(
+            EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend",
+            DJANGO_WORKFLOWS={**workflow_settings.user_settings, "RUNNER": IMMEDIATE_RUNNER},
+            SHOP_PAYMENTS={**getattr(settings, "SHOP_PAYMENTS", {}), "FAILURE_RATE": 0,
+                           "LOST_RESPONSE_RATE": 0, "LATENCY": 0}):
+        yield
+
+
+def refused(call: Any, *args: Any, **options: Any) -> None:
+    """A command expected to be refused by validation (it stores the errors: blocked)."""
+    try:
+        call(*args, **options)
+    except WorkflowNotMoved as refusal:
+        if refusal.code != "validation_failed":
+            raise
+    else:
+        raise AssertionError(f"{call.__name__} was expected to be refused")
+
+
+class Command(BaseCommand):
+    help = ("Create the example's demo users (an operator and two customers) and workflow "
+            "instances in every status. Safe to run again.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        users = self.ensure_users()
+        for sku, name, price in STOCK:
+            StockItem.objects.get_or_create(sku=sku, defaults={
+                "name": name, "price_cents": price, "on_hand": 100})
+        existing = WorkflowInstance.objects.filter(owner__in=users.values(), parent=None)
+        if existing.exists():
+            self.stdout.write(f"The demo users own {existing.count()} workflow instances "
+                              "already; none were created.")
+        else:
+            with work_runs_here():
+                self.onboardings(**users)
+                self.orders(**users)
+                self.expenses(**users)
+            self.live_work(**users)
+            self.stdout.write("Created demo workflow instances:")
+        self.summary(users)
+
+    def ensure_users(self) -> dict[str, Any]:
+        User = get_user_model()
+        users = {}
+        self.stdout.write("Demo users (log in at /accounts/login/; the operator also at "
+                          "/admin/):")
+        for username, password, operator in USERS:
+            user, _ = User.objects.get_or_create(
+                username=username, defaults={"email": f"{username}@example.com"})
+            user.is_staff = user.is_superuser = operator
+            user.set_password(password)
+            user.save()
+            users[username] = user
+            role = "operator (admin)" if operator else "customer"
+            self.stdout.write(f"  {username:<10} password: {password:<15} {role}")
+        return users
+
+    # -- instances -----------------------------------------------------------------------
+
+    def onboardings(self, operator: Any, alice: Any, bob: Any) -> None:
+        # Completed: bob chose Pro, passed the identity check and opened his account.
+        done = services.create("onboarding", user=bob, start=True)
+        self.walk_onboarding(done, bob, plan="pro")
+        self.decide_identity(done, operator, "approved")
+        services.update_state(done, lambda state: {**state, "accept_terms": True}, user=bob)
+        services.next(done, user=bob)
+        # Running: alice's document waits for an operator's review.
+        waiting = services.create("onboarding", user=alice, start=True)
+        self.walk_onboarding(waiting, alice, plan=None)
+        # Blocked: bob's second try has an email address that is not one.
+        blocked = services.create("onboarding", user=bob, start=True)
+        services.update_state(blocked, {"name": "Bob", "email": "bob-at-example",
+                                        "invite_code": "", "plan": None,
+                                        "accept_terms": False}, user=bob)
+        refused(services.next, blocked, user=bob)
+        # Failed: the operator rejected alice's first document.
+        rejected = services.create("onboarding", user=alice, start=True)
+        self.walk_onboarding(rejected, alice, plan="team")
+        self.decide_identity(rejected, operator, "rejected", "The passport has expired")
+        # Idle: created, not started yet.
+        services.create("onboarding", user=alice)
+
+    def walk_onboarding(self, instance: WorkflowInstance, user: Any, plan: str | None) -> None:
+        """Profile and plan (skipped without one), then the document: the review waits."""
+        name = user.get_username()
+        services.update_state(instance, lambda state: {
+            **state, "name": name.title(), "email": f"{name}@example.com"}, user=user)
+        services.next(instance, user=user)
+        if plan:
+            services.update_state(instance, lambda state: {**state, "plan": plan}, user=user)
+            services.next(instance, user=user)
+        else:
+            services.skip(instance, user=user)
+        child = WorkflowInstance.objects.get(pk=WorkflowInstance.objects.get(
+            pk=instance.pk).nested_id)
+        services.update_state(child, lambda state: {
+            **state, "document_type": "passport", "document_number": "C01X00T47"}, user=user)
+        services.next(instance, user=user)
+
+    def decide_identity(self, instance: WorkflowInstance, operator: Any, decision: str,
+                        reason: str = "") -> None:
+        child = WorkflowInstance.objects.get(pk=WorkflowInstance.objects.get(
+            pk=instance.pk).nested_id)
+        services.update_state(child, lambda state: {**state, "decision": decision,
+                                                    "reason": reason}, user=operator)
+        services.next(child, user=operator)
+
+    def orders(self, operator: Any, alice: Any, bob: Any) -> None:
+        # Completed: paid, prepared, shipped, emailed.
+        services.create("order-fulfilment", state=order("D-1001", alice), owner=alice,
+                        user=operator, start=True)
+        # Blocked: the card was declined; someone must give another one.
+        services.create("order-fulfilment", owner=alice, user=operator, start=True,
+                        state=order("D-1002", alice, payment_method="pm_card_declined"))
+        # Failed: no courier delivers to Iceland (the stock was reserved, the card charged).
+        services.create("order-fulfilment", state=order("D-1003", bob, country="IS"),
+                        owner=bob, user=operator, start=True)
+
+    def expenses(self, operator: Any, alice: Any, bob: Any) -> None:
+        claim = services.create  # an employee's claim, submitted with next
+        # Idle: a draft.
+        claim("expense-approval", state=expense(alice, 18.5, "Lunch with a customer"),
+              user=alice)
+        # Running: waiting for the manager's decision.
+        waiting = claim("expense-approval", state=expense(bob, 240, "Train to Berlin"),
+                        user=bob, start=True)
+        services.next(waiting, user=bob)
+        # Blocked: no receipt for 95 EUR.
+        blocked = claim("expense-approval", user=bob, start=True,
+                        state=expense(bob, 95, "Conference dinner", receipt=None))
+        refused(services.next, blocked, user=bob)
+        # Completed: approved and paid back; and one rejected.
+        for employee, amount, what, decision, comment in [
+                (alice, 64.9, "Taxi to the airport", "approved", ""),
+                (bob, 1200, "A new office chair", "rejected", "Order chairs through IT")]:
+            done = claim("expense-approval", state=expense(employee, amount, what),
+                         user=employee, start=True)
+            services.next(done, user=employee)
+            services.update_state(done, lambda state, d=decision, c=comment: {
+                **state, "decision": d, "comment": c}, user=operator)
+            services.next(done, user=operator)
+        # Cancelled: withdrawn before the manager decided.
+        withdrawn = claim("expense-approval", state=expense(alice, 30, "Parking"),
+                          user=alice, start=True)
+        services.next(withdrawn, user=alice)
+        services.cancel(withdrawn, user=alice)
+
+    def live_work(self, operator: Any, alice: Any, bob: Any) -> None:
+        """Work left to the workers: a slow payment, and a rollback."""
+        if workflow_settings.RUNNER.__module__ == IMMEDIATE_RUNNER.rsplit(".", 1)[0]:
+            self.stdout.write("No background workers (the immediate runner is configured): "
+                              "the slow order and the rollback are left out.")
+            return
+        services.create("order-fulfilment", owner=bob, user=operator, start=True,
+                        state=order("D-1004", bob, payment_method="pm_card_slow"))
+        with work_runs_here():
+            failed = services.create("order-fulfilment", owner=alice, user=operator,
+                                     start=True, state=order("D-1005", alice, country="NO"))
+        services.rollback(failed, user=operator)
+
+    def summary(self, users: dict[str, Any]) -> None:
+        rows = WorkflowInstance.objects.filter(owner__in=users.values(), parent=None)
+        counts = Counter(rows.values_list("workflow", "status"))
+        for workflow in sorted({w for w, _ in counts}):
+            line = ", ".join(f"{counts[workflow, s]} {s}" for s in STATUSES
+                             if counts[workflow, s])
+            self.stdout.write(f"  {workflow:<18} {line}")
