@@ -15,6 +15,7 @@ from .. import engine, registry
 from ..conf import workflow_settings
 from ..exceptions import StateTooLarge, UnknownWorkflow
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowEvent, WorkflowInstance
+from .statements import statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
 COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "parent_id",
@@ -123,7 +124,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
         node = node.nested
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
-    WorkflowEvent.objects.bulk_create(saved.events)
+    statements().insert(saved.events)
     saved.dispatch = _store_effects(outcome.effects)
     return saved
 
@@ -150,7 +151,7 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
         first = row.last_event + 1
         row.last_event += len(events)
         row.updated_at = now
-        row.save(update_fields=[*changed, "revision", "last_event", "updated_at"])
+        statements().update(row, [*changed, "revision", "last_event", "updated_at"])
     return [
         WorkflowEvent(instance=row, sequence=first + index, type=event.type,
                       step=event.step or "", actor=actor, revision=row.revision,
