@@ -113,9 +113,16 @@ def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
             idempotency.remember(key_row, target, *(respond or _default_response)(
                 target, refusal))
         _after_commit(saved)
+    if isinstance(instance, WorkflowInstance) and instance is not target:
+        _copy_row(target, instance)  # the caller's object shows the new state too
     if refusal is not None:
         raise refusal
     return target
+
+
+def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:
+    for field in WorkflowInstance._meta.concrete_fields:
+        setattr(destination, field.attname, getattr(source, field.attname))
 
 
 def _refusal(outcome: engine.Outcome, target: WorkflowInstance) -> WorkflowNotMoved:

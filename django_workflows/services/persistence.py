@@ -82,7 +82,8 @@ def _apply_to_row(row: WorkflowInstance, node: engine.WorkflowSnapshot) -> list[
 def check_state_size(state: Any) -> None:
     limit = workflow_settings.MAX_STATE_BYTES
     try:
-        size = len(json.dumps(state, separators=(",", ":")).encode())
+        # Bytes of compact UTF-8 JSON: what a person sending it would count.
+        size = len(json.dumps(state, separators=(",", ":"), ensure_ascii=False).encode())
     except (TypeError, ValueError):
         return  # not JSON: the engine refuses it as an invalid state, naming the problem
     if size > limit:

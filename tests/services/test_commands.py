@@ -580,3 +580,21 @@ def test_an_unknown_command_name_raises_value_error_and_changes_nothing():
         services.command(instance, "jump")
 
     assert snapshot_of(instance) == before
+
+
+def test_the_instance_given_to_a_command_shows_the_new_state_afterwards():
+    instance = services.create("wizard")
+
+    services.start(instance)
+
+    assert (instance.status, instance.current_step, instance.revision) == (
+        "running", "account", reload(instance).revision)
+
+
+def test_the_instance_given_to_a_refused_command_shows_the_stored_errors():
+    instance = services.create("wizard", start=True)
+
+    with pytest.raises(WorkflowNotMoved):
+        services.next(instance)
+
+    assert (instance.status, instance.errors) == ("blocked", ["Email is required"])

@@ -207,3 +207,14 @@ def test_the_default_limit_is_256_kib():
         services.create("wizard", state=state_of_size(256 * 1024 + 1))
 
     assert caught.value.limit == 256 * 1024
+
+
+def test_the_size_counts_bytes_of_utf8_json_not_escapes():
+    # "é" is 2 bytes in UTF-8 (it would be 6 as an ASCII escape).
+    state = {"email": "é" * 40}
+    size = len('{"email":""}') + 80
+    with override_settings(DJANGO_WORKFLOWS={"MAX_STATE_BYTES": size}):
+        instance = services.create("wizard", state=state)
+        assert instance.state == state
+        with pytest.raises(StateTooLarge, match=f"{size + 2} bytes"):
+            services.update_state(instance, {"email": "é" * 41})
