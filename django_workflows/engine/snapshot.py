@@ -170,7 +170,14 @@ class WorkflowSnapshot:
 
 # -- JSON ------------------------------------------------------------------
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _LEAVES:  # most values: skip the slower checks below
+        return value
+    if type(value) is dict:
+        return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
     if isinstance(value, Mapping):
