@@ -1,0 +1,421 @@
+#!/usr/bin/env python
+"""Cost per transition: the service layer's ``next`` against raw psycopg doing the same work.
+
+    .venv/bin/python bench/transitions.py            # PostgreSQL at 127.0.0.1:5432, user postgres
+    .venv/bin/python bench/transitions.py --seconds 2 --profile
+
+It creates a database of its own (``dwf_bench_<pid>``; ``DWF_BENCH_DB`` names
+another), migrates it, and drops it at the end. Four cases, each run for a
+bounded time by raw psycopg and then by the service layer:
+
+- 1 client or 4 processes (each with its own persistent connection);
+- over random instances (200) or over one hot instance that every client moves.
+
+Raw psycopg, per transition: ``SELECT * ... FOR UPDATE`` one row, ``UPDATE`` it
+with its ~1 KB JSON state, ``INSERT`` one event row, ``COMMIT`` -- in copies of
+our own tables (``CREATE TABLE ... (LIKE ... INCLUDING ALL)``). The service:
+``services.next`` on a 500-step manual workflow whose state is ~1 KB.
+
+Lock hold is the time from the row lock being granted (the ``SELECT ... FOR
+UPDATE`` returning) to the commit having returned: for the service measured by
+a query wrapper and an ``on_commit`` callback installed by this script only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import multiprocessing as mp
+import os
+import pstats
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
+OWN_DATABASE = not os.environ.get("DWF_BENCH_DB")
+if OWN_DATABASE:
+    os.environ["DWF_BENCH_DB"] = f"dwf_bench_{os.getpid()}"
+
+import psycopg  # noqa: E402
+from psycopg.types.json import Jsonb  # noqa: E402
+
+WORKFLOW = "bench-long-manual"
+STEPS = 500  # manual steps: instances never complete during a run
+HOT_ROTATE = 100  # a hot instance is replaced by a fresh one after this many steps
+HOT_CAPACITY = 100  # fresh hot instances per case: 10,000 transitions before they wrap
+STATE = {  # about 1 KB of JSON
+    "customer": {"name": "Ada Lovelace", "email": "ada@example.com", "plan": "pro",
+                 "address": {"street": "12 Analytical Row", "city": "London",
+                             "postcode": "NW1 2AB", "country": "GB"}},
+    "items": [{"sku": f"SKU-{i:04d}", "quantity": i % 3 + 1, "price": 9.5 * i}
+              for i in range(12)],
+    "notes": "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 5,
+    "flags": {"newsletter": True, "terms": True, "vip": False},
+    "counter": 0,
+}
+
+
+# -- the database ------------------------------------------------------------------------
+
+
+def conninfo(dbname: str | None = None) -> str:
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    return psycopg.conninfo.make_conninfo(
+        host=db["HOST"], port=db["PORT"], user=db["USER"], password=db["PASSWORD"] or None,
+        dbname=dbname or db["NAME"])
+
+
+def admin(sql: str) -> None:
+    with psycopg.connect(conninfo("postgres"), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def setup_database() -> None:
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    name = settings.DATABASES["default"]["NAME"]
+    if OWN_DATABASE:
+        admin(f'DROP DATABASE IF EXISTS "{name}"')
+        admin(f'CREATE DATABASE "{name}"')
+    django.setup()
+    register_workflow()
+    call_command("migrate", verbosity=0)
+    with psycopg.connect(conninfo(), autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS bench_raw_event, bench_raw_instance")
+        conn.execute("CREATE TABLE bench_raw_instance "
+                     "(LIKE django_workflows_workflowinstance INCLUDING ALL)")
+        conn.execute("CREATE TABLE bench_raw_event "
+                     "(LIKE django_workflows_workflowevent INCLUDING ALL)")
+        conn.execute("ALTER TABLE bench_raw_event ADD FOREIGN KEY (instance_id) "
+                     "REFERENCES bench_raw_instance (id) DEFERRABLE INITIALLY DEFERRED")
+
+
+def teardown_database() -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    connections.close_all()
+    name = settings.DATABASES["default"]["NAME"]
+    if OWN_DATABASE:
+        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        with psycopg.connect(conninfo(), autocommit=True) as conn:
+            conn.execute("DROP TABLE IF EXISTS bench_raw_event, bench_raw_instance")
+            conn.execute("DELETE FROM django_workflows_workflowinstance WHERE workflow = %s",
+                         [WORKFLOW])
+
+
+def register_workflow() -> None:
+    from django_workflows import Step, Transition, Workflow, register, registry
+
+    if registry.find(WORKFLOW) is None:
+        register(Workflow(
+            id=WORKFLOW, version=1, title="Benchmark: manual steps", initial=STATE,
+            steps=[Step(f"s{i}") for i in range(STEPS)],
+            transitions=[Transition(f"s{i}", f"s{i + 1}") for i in range(STEPS - 1)]))
+
+
+def new_instances(count: int) -> list[str]:
+    """Started instances of the benchmark workflow, copied (same ids) into the raw table."""
+    from django_workflows import services
+
+    ids = [str(services.create(WORKFLOW, start=True).pk) for _ in range(count)]
+    with psycopg.connect(conninfo(), autocommit=True) as conn:
+        conn.execute("INSERT INTO bench_raw_instance SELECT * FROM "
+                     "django_workflows_workflowinstance WHERE id = ANY(%s::uuid[])", [ids])
+    return ids
+
+
+def moved(kind: str) -> int:
+    """Revisions written so far to the instances of one kind (for a sanity check)."""
+    table = "bench_raw_instance" if kind == "raw" else "django_workflows_workflowinstance"
+    with psycopg.connect(conninfo()) as conn:
+        return conn.execute(f"SELECT coalesce(sum(revision), 0) FROM {table}").fetchone()[0]
+
+
+# -- one transition ----------------------------------------------------------------------
+
+
+class Raw:
+    """Raw psycopg: lock, update the ~1 KB state, insert one event, commit."""
+
+    def __init__(self, samples: list[float]) -> None:
+        self.conn = psycopg.connect(conninfo())
+        self.samples = samples
+        cur = self.conn.execute("SELECT * FROM bench_raw_instance LIMIT 0")
+        names = [c.name for c in cur.description]
+        self.at = {n: names.index(n) for n in ("state", "current_step", "revision",
+                                                "last_event")}
+        self.conn.rollback()
+
+    def __call__(self, instance_id: str) -> int:
+        cur = self.conn.cursor()
+        cur.execute("SELECT * FROM bench_raw_instance WHERE id = %s FOR UPDATE", (instance_id,))
+        row = cur.fetchone()
+        locked = time.perf_counter()
+        state = row[self.at["state"]]
+        state["counter"] = state.get("counter", 0) + 1
+        step = int(row[self.at["current_step"]][1:]) + 1
+        revision, sequence = row[self.at["revision"]] + 1, row[self.at["last_event"]] + 1
+        cur.execute("UPDATE bench_raw_instance SET state = %s, current_step = %s, "
+                    "revision = %s, last_event = %s, updated_at = now() WHERE id = %s",
+                    (Jsonb(state), f"s{step}", revision, sequence, instance_id))
+        cur.execute("INSERT INTO bench_raw_event (instance_id, sequence, type, step, revision, "
+                    "data, created_at) VALUES (%s, %s, 'step-enter', %s, %s, %s, now())",
+                    (instance_id, sequence, f"s{step}", revision, Jsonb({})))
+        self.conn.commit()
+        self.samples.append(time.perf_counter() - locked)
+        return step
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class Service:
+    """``services.next``; a query wrapper notes when the row lock was granted."""
+
+    def __init__(self, samples: list[float]) -> None:
+        from django.db import connection, transaction
+
+        from django_workflows import services
+
+        self.next = services.next
+        self.samples = samples
+        self.on_commit = transaction.on_commit
+        self.locked: float | None = None
+        connection.ensure_connection()
+        self.wrapper = connection.execute_wrapper(self._timed)
+        self.wrapper.__enter__()
+
+    def _timed(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
+               context: Any) -> Any:
+        result = execute(sql, params, many, context)
+        if self.locked is None and sql.endswith("FOR UPDATE"):
+            self.locked = time.perf_counter()
+            self.on_commit(self._committed)
+        return result
+
+    def _committed(self) -> None:
+        assert self.locked is not None
+        self.samples.append(time.perf_counter() - self.locked)
+
+    def __call__(self, instance_id: str) -> int:
+        self.locked = None
+        row = self.next(instance_id)
+        return int(row.current_step[1:])
+
+    def close(self) -> None:
+        from django.db import connection
+
+        self.wrapper.__exit__(None, None, None)
+        connection.close()
+
+
+# -- a case ------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    transitions: int = 0
+    seconds: float = 0.0
+    cpu: float = 0.0
+    busy: int = 0
+    lock_hold: list[float] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.transitions / self.seconds if self.seconds else 0.0
+
+    def add(self, other: Result, *, parallel: bool) -> None:
+        """Add a worker's result (``parallel``: it ran at the same time) or a later round's."""
+        self.transitions += other.transitions
+        self.seconds = max(self.seconds, other.seconds) if parallel else (
+            self.seconds + other.seconds)
+        self.cpu += other.cpu
+        self.busy += other.busy
+        self.lock_hold += other.lock_hold
+
+
+def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: str, seed: int,
+           barrier: Any, results: Any) -> None:
+    """Move instances for ``seconds``: random ones, or the hot one (the first fresh one)."""
+    from django_workflows.exceptions import Busy
+
+    result = Result()
+    run = (Raw if kind == "raw" else Service)(result.lock_hold)
+    rnd = random.Random(seed)
+    hot_index = fresh(kind, targets) if hot else 0
+    try:
+        run(warm_up)  # on an instance of its own
+        result.lock_hold.clear()
+        barrier.wait()
+        cpu, began = time.process_time(), time.perf_counter()
+        deadline = began + seconds
+        while time.perf_counter() < deadline:
+            target = targets[hot_index % len(targets)] if hot else rnd.choice(targets)
+            try:
+                step = run(target)
+            except Busy:
+                result.busy += 1
+                continue
+            result.transitions += 1
+            if hot and step >= HOT_ROTATE:
+                hot_index += 1
+        result.seconds = time.perf_counter() - began
+        result.cpu = time.process_time() - cpu
+    finally:
+        run.close()
+    results.put(result)
+
+
+def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: float,
+             warm_ups: list[str]) -> Result:
+    from django.db import connections
+
+    connections.close_all()  # no connection crosses a fork
+    context = mp.get_context("fork")
+    barrier = context.Barrier(clients)
+    results = context.Queue()
+    processes = [context.Process(target=worker, args=(kind, targets, hot, seconds, warm_ups[n],
+                                                      n, barrier, results))
+                 for n in range(clients)]
+    before = moved(kind)
+    for process in processes:
+        process.start()
+    total = Result()
+    for _ in processes:
+        total.add(results.get(timeout=seconds + 120), parallel=True)
+    for process in processes:
+        process.join(30)
+        if process.exitcode != 0:
+            raise SystemExit(f"a {kind} worker failed (exit code {process.exitcode})")
+    written = moved(kind) - before
+    warm_ups = clients
+    if written != total.transitions + warm_ups:
+        raise SystemExit(f"{kind}: counted {total.transitions} transitions (+{warm_ups} "
+                         f"warm-up) but the rows moved {written} revisions")
+    return total
+
+
+def fresh(kind: str, targets: list[str]) -> int:
+    """The index of the first of ``targets`` that has not yet gone HOT_ROTATE steps."""
+    table = "bench_raw_instance" if kind == "raw" else "django_workflows_workflowinstance"
+    with psycopg.connect(conninfo()) as conn:
+        steps = dict(conn.execute(f"SELECT id::text, current_step FROM {table} "
+                                  "WHERE id = ANY(%s::uuid[])", [targets]).fetchall())
+    for index, target in enumerate(targets):
+        if int(steps[target][1:]) < HOT_ROTATE:
+            return index
+    return len(targets)  # all used: the instances wrap round (a little further each time)
+
+
+def measure(clients: int, targets: list[str], hot: bool, seconds: float, rounds: int,
+            warm_ups: list[str]) -> tuple[Result, Result]:
+    """Raw and service in alternating rounds, so that both see the same load on the machine."""
+    raw, service = Result(), Result()
+    for _ in range(rounds):
+        raw.add(run_case("raw", clients, targets, hot, seconds / rounds, warm_ups),
+                parallel=False)
+        service.add(run_case("service", clients, targets, hot, seconds / rounds, warm_ups),
+                    parallel=False)
+    return raw, service
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(int(fraction * len(ordered)), len(ordered) - 1)]
+
+
+def lock_ms(result: Result) -> str:
+    return (f"{percentile(result.lock_hold, 0.5) * 1000:.2f} / "
+            f"{percentile(result.lock_hold, 0.99) * 1000:.2f}")
+
+
+def profile(targets: list[str], seconds: float) -> None:
+    """The service's ``next`` at one client, in this process, under cProfile."""
+    from django_workflows import services
+
+    rnd = random.Random(0)
+    services.next(targets[-1])  # warm up
+    profiler = cProfile.Profile(time.process_time)  # CPU time: where Python spends it
+    deadline = time.perf_counter() + seconds
+    count = 0
+    profiler.enable()
+    while time.perf_counter() < deadline:
+        services.next(rnd.choice(targets))
+        count += 1
+    profiler.disable()
+    print(f"\ncProfile of services.next, {count} transitions at one client:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="per case and kind")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="raw and service alternate this many times in each case")
+    parser.add_argument("--instances", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the service at one client and stop")
+    options = parser.parse_args()
+    started = time.perf_counter()
+    setup_database()
+    try:
+        spread = new_instances(options.instances)
+        warm_ups = new_instances(options.processes)
+        if options.profile:
+            profile(spread, options.seconds)
+            return
+        import django
+        from django.conf import settings
+
+        print(f"PostgreSQL {psycopg.connect(conninfo()).info.server_version}, "
+              f"Django {django.get_version()}, psycopg {psycopg.__version__}, "
+              f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
+              f"database {settings.DATABASES['default']['NAME']}; "
+              f"{options.seconds:g} s per case and kind in {options.rounds} rounds; "
+              f"load average {os.getloadavg()[0]:.1f}\n")
+        rows = []
+        for clients in (1, options.processes):
+            for is_hot in (False, True):
+                # A hot instance is left after HOT_ROTATE steps: fresh ones for each case.
+                targets = new_instances(HOT_CAPACITY) if is_hot else spread
+                raw, service = measure(clients, targets, is_hot, options.seconds,
+                                       options.rounds, warm_ups)
+                where = "1 hot instance" if is_hot else f"{options.instances} instances"
+                who = "1 client" if clients == 1 else f"{clients} processes"
+                rows.append((f"{who}, {where}", raw, service))
+        print("| case | raw tx/s | service tx/s | service/raw | raw lock hold p50 / p99 ms "
+              "| service lock hold p50 / p99 ms | CPU ms per tx raw / service |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, raw, service in rows:
+            print(f"| {name} | {raw.rate:,.0f} | {service.rate:,.0f} | "
+                  f"{service.rate / raw.rate:.2f} | {lock_ms(raw)} | {lock_ms(service)} | "
+                  f"{raw.cpu / raw.transitions * 1000:.2f} / "
+                  f"{service.cpu / service.transitions * 1000:.2f} |")
+        busy = sum(r.busy for _, *results in rows for r in results)
+        if busy:
+            print(f"\n{busy} commands answered Busy and were retried")
+    finally:
+        teardown_database()
+    print(f"\n({time.perf_counter() - started:.0f} s in all; load average now "
+          f"{os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
