@@ -22,7 +22,7 @@ from django.utils import timezone
 from . import engine
 from .conf import workflow_settings
 from .engine.stepwork import MAX_LOGS
-from .models import Attempt
+from .models import Attempt, AttemptStatus
 from .services.attempts import claim_attempt, finish_attempt
 
 logger = logging.getLogger("django_workflows")
@@ -90,7 +90,9 @@ class DatabaseSink:
                                       "logs": list(self._logs)}
         rows = Attempt.objects.filter(token=self.token)
         if dirty or force or now - self._last_write >= self.heartbeat_every:
-            rows.update(heartbeat_at=timezone.now(), **values)
+            # Only while running: a beat after the result was recorded changes nothing.
+            rows.filter(status=AttemptStatus.RUNNING).update(heartbeat_at=timezone.now(),
+                                                             **values)
             self._last_write = now
         self._last_check = now
         reason = rows.values_list("stop_reason", flat=True).first()
@@ -113,11 +115,13 @@ class DatabaseSink:
                                             daemon=True)
             self._thread.start()
 
-    def close(self) -> None:
+    def close(self, *, flush: bool = True) -> None:
+        """Stop the heartbeat; with ``flush``, write what was reported since the last write."""
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-        self._write(force=True)
+        if flush:
+            self._write(force=True)
 
 
 def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
@@ -129,7 +133,10 @@ def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
     sink.start()
     try:
         outcome = engine.execute(work, sink, flush_interval=sink.interval)
+        # The heartbeat goes on until the result is recorded, so a finish that waits for
+        # the instance's lock is not taken for a dead worker; the finish writes the last
+        # progress and log lines itself.
+        finish_attempt(token, outcome, instance_id=work.snapshot.id)
     finally:
-        sink.close()
-    finish_attempt(token, outcome)
+        sink.close(flush=False)
     return True

@@ -6,13 +6,17 @@ transaction under the instance's row lock; user code never runs inside one.
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from .. import engine
 from ..conf import workflow_settings
+from ..engine.stepwork import MAX_LOGS
+from ..exceptions import InstanceNotFound
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from .commands import _after_commit, _env
 from .locking import busy_as_error, lock_tree
@@ -80,21 +84,37 @@ def claim_attempt(token: str, worker: str = "") -> engine.Work | None:
         return engine.find_work(definitions, outcome.snapshot, token)
 
 
-def finish_attempt(token: str, result: engine.AttemptOutcome) -> bool:
-    """Record how an attempt ended; False when its token was stale (result dropped)."""
-    attempt = Attempt.objects.filter(token=token).only("instance_id").first()
-    if attempt is None:
-        return False
+def finish_attempt(token: str, result: engine.AttemptOutcome, *,
+                   instance_id: Any = None) -> bool:
+    """Record how an attempt ended; False when its token was stale (result dropped).
+
+    ``instance_id`` (the instance the attempt belongs to, as the claim found it)
+    saves looking it up. The attempt's row gets the last progress and log lines.
+    """
+    if instance_id is None:
+        attempt = Attempt.objects.filter(token=token).only("instance_id").first()
+        if attempt is None:
+            return False
+        instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        applied = _apply(attempt.instance_id, engine.AttemptFinished(token, result))
+        try:
+            applied = _apply(instance_id, engine.AttemptFinished(token, result))
+        except InstanceNotFound:  # deleted meanwhile, its attempts with it
+            return False
         assert applied is not None
         outcome = applied[0]
         # Told to stop (cancel, timeout): whatever it returned was discarded.
-        told_to_stop = Attempt.objects.filter(token=token).exclude(stop_reason="").exists()
-        status = (AttemptStatus.FINISHED if outcome.moved and not told_to_stop
-                  else AttemptStatus.DROPPED)
-        Attempt.objects.filter(token=token).update(status=status, finished_at=timezone.now(),
-                                                   live_status="")
+        status: Any = Value(AttemptStatus.DROPPED)
+        if outcome.moved:
+            status = Case(When(stop_reason="", then=Value(AttemptStatus.FINISHED)),
+                          default=Value(AttemptStatus.DROPPED))
+        values: dict[str, Any] = {"status": status, "finished_at": timezone.now(),
+                                  "live_status": ""}
+        if result.progress is not None:
+            values["progress"] = asdict(result.progress)
+        if result.logs:
+            values["logs"] = list(result.logs)[-MAX_LOGS:]
+        Attempt.objects.filter(token=token).update(**values)
     if not outcome.moved:
         logger.warning("Dropped the stale result of attempt %s: %s", token, outcome.message)
     return outcome.moved
