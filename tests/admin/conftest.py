@@ -1,0 +1,89 @@
+"""Users with each kind of access, logged-in clients, and helpers for the admin pages."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.contrib.messages import get_messages
+from django.test import Client
+from django.urls import reverse
+
+from tests.factories import UserFactory
+
+from . import workflows  # noqa: F401 - registers the admin tests' workflows
+
+CHANGELIST = "admin:django_workflows_workflowinstance_changelist"
+
+
+def with_permissions(username: str, *codenames: str):
+    user = UserFactory(username=username, is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(
+        content_type__app_label="django_workflows", codename__in=codenames))
+    return user
+
+
+@pytest.fixture
+def superuser(db):
+    return UserFactory(username="root", superuser=True)
+
+
+@pytest.fixture
+def operator(db):
+    """Staff who may view and change workflow instances (and add them)."""
+    return with_permissions("operator", "view_workflowinstance", "change_workflowinstance",
+                            "add_workflowinstance", "view_workflowevent")
+
+
+@pytest.fixture
+def viewer(db):
+    """Staff who may only look."""
+    return with_permissions("viewer", "view_workflowinstance", "view_workflowevent")
+
+
+@pytest.fixture
+def clerk(db):
+    """Staff with the change permission whom ``admin-guarded``'s own rule refuses."""
+    return with_permissions("clerk", "view_workflowinstance", "change_workflowinstance",
+                            "add_workflowinstance")
+
+
+@pytest.fixture
+def outsider(db):
+    """Staff without any workflow permission."""
+    return UserFactory(username="outsider", is_staff=True)
+
+
+def logged_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def root_client(superuser):
+    return logged_in(superuser)
+
+
+def instance_url(instance) -> str:
+    return reverse("admin:django_workflows_workflowinstance_change", args=[instance.pk])
+
+
+def changelist_url() -> str:
+    return reverse(CHANGELIST)
+
+
+def messages_of(response) -> list[str]:
+    """The messages a (redirecting) response left for the next page."""
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+def shown_messages(response) -> list[tuple[str, str]]:
+    """(level, text) of the messages a rendered admin page shows."""
+    found = re.search(r'<ul class="messagelist">(.*?)</ul>', response.content.decode(), re.S)
+    if not found:
+        return []
+    return [(level, html.unescape(text).strip())
+            for level, text in re.findall(r'<li class="(\w+)">(.*?)</li>', found.group(1), re.S)]
