@@ -38,6 +38,11 @@ DEFAULTS: dict[str, Any] = {
     # ``workflows_purge`` deletes completed and cancelled instances finished this
     # many days ago (None: it needs --older-than).
     "RETENTION_DAYS": None,
+    # The admin's changelists count rows exactly up to this many; past it they show
+    # PostgreSQL's estimate, since counting every row of a big table is slow.
+    "ADMIN_EXACT_COUNT_LIMIT": 10_000,
+    # An admin bulk action runs its command on at most this many instances at once.
+    "ADMIN_BULK_LIMIT": 500,
 }
 
 IMPORT_STRINGS = {"RUNNER"}

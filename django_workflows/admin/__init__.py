@@ -1,0 +1,13 @@
+"""The Django admin for workflows: instances, their diagrams and work, events, definitions.
+
+Every change goes through the service layer: the admin never edits engine
+fields, it only calls commands (next, back, skip, retry, cancel, rollback,
+start), ``update_state`` and ``create``.
+"""
+
+from __future__ import annotations
+
+from .events import WorkflowEventAdmin
+from .instances import WorkflowInstanceAdmin
+
+__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin"]

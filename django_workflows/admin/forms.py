@@ -1,0 +1,55 @@
+"""The admin's two forms: a new instance (through ``create``) and the state (``update_state``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from .. import registry
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+class JSONObjectField(forms.CharField):
+    """A JSON object typed as text; blank is None when not required."""
+
+    widget = forms.Textarea(attrs={"rows": 12, "cols": 80, "class": "vLargeTextField dwf-json",
+                                   "spellcheck": "false"})
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if not text.strip():
+            return None
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
+        if not isinstance(parsed, dict):
+            raise forms.ValidationError("The state must be a JSON object ({...}).",
+                                        code="not_an_object")
+        return parsed
+
+
+def workflow_choices() -> list[tuple[str, str]]:
+    definitions = sorted(registry.all_definitions(), key=lambda d: (d.title or d.id).lower())
+    return [(d.id, f"{d.title} ({d.id}, version {d.version})") for d in definitions]
+
+
+class CreateInstanceForm(forms.Form):
+    workflow = forms.ChoiceField(choices=workflow_choices)
+    state = JSONObjectField(
+        label="Initial state", required=False,
+        help_text="A JSON object checked against the workflow's state schema. "
+                  "Leave blank for the workflow's own initial state.")
+    start = forms.BooleanField(required=False, initial=True,
+                               help_text="Start the instance at once (enter its first step).")
+
+
+class StateForm(forms.Form):
+    state = JSONObjectField(label="State", required=True)
+    # The revision the form was made from: saving over a newer one is refused.
+    revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0)

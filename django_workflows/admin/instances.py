@@ -1,0 +1,274 @@
+"""The workflow instances admin: a fast changelist, an instance page, commands as actions.
+
+Nothing here writes a row itself: commands, state updates and new instances
+go through :mod:`django_workflows.services`, and there is no form over the
+engine's fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils.html import format_html
+
+from .. import registry, services
+from ..conf import workflow_settings
+from ..exceptions import InvalidState, StaleRevision, StateTooLarge, WorkflowError
+from ..models import WorkflowEvent, WorkflowInstance
+from .access import refusal_for
+from .changelist import (
+    CurrentStepFilter,
+    EstimatedCountPaginator,
+    OwnerFilter,
+    WorkflowFilter,
+    search_instances,
+)
+from .commands import COMMANDS, DESTRUCTIVE, LABELS, run_bulk, run_command
+from .forms import CreateInstanceForm, StateForm, pretty_json
+from .pages import change_url, definitions_context, instance_context, live_payload
+
+
+def _bulk_action(name: str) -> Any:
+    def action(model_admin: WorkflowInstanceAdmin, request: HttpRequest, queryset: Any) -> None:
+        limit = int(workflow_settings.ADMIN_BULK_LIMIT)
+        instances = list(queryset[: limit + 1])
+        if len(instances) > limit:
+            model_admin.message_user(
+                request, f"{LABELS[name]}: select at most {limit} instances at once; "
+                         "nothing was done.", messages.ERROR)
+            return
+        run_bulk(model_admin, request, instances, name)
+
+    action.__name__ = f"{name}_selected"
+    return admin.action(description=f"{LABELS[name]}: selected instances",
+                        permissions=["change"])(action)
+
+
+@admin.register(WorkflowInstance)
+class WorkflowInstanceAdmin(admin.ModelAdmin):
+    list_display = ("short_id", "workflow_title", "status_badge", "current_step_title", "owner",
+                    "revision", "updated_at")
+    list_display_links = ("short_id",)
+    list_filter = (WorkflowFilter, ("status", admin.ChoicesFieldListFilter), CurrentStepFilter,
+                   OwnerFilter)
+    search_fields = ("id", "owner__username")  # shown as the search box; see get_search_results
+    search_help_text = "An instance id, or part of an owner's username or email."
+    date_hierarchy = "updated_at"
+    ordering = ("-updated_at",)
+    sortable_by = ("updated_at",)  # the indexed ordering only: no sort of the whole table
+    list_select_related = ("owner",)
+    list_per_page = 50
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    paginator = EstimatedCountPaginator
+    actions = [_bulk_action(name) for name in COMMANDS]
+
+    class Media:
+        css = {"all": ["django_workflows/admin.css"]}
+
+    # -- the changelist ---------------------------------------------------------------
+
+    @admin.display(description="instance")
+    def short_id(self, instance: WorkflowInstance) -> str:
+        return format_html('<span class="dwf-id" title="{}">{}…</span>', instance.pk,
+                           str(instance.pk)[:8])
+
+    @admin.display(description="workflow")
+    def workflow_title(self, instance: WorkflowInstance) -> str:
+        definition = registry.find(instance.workflow)
+        return definition.title if definition and definition.title else instance.workflow
+
+    @admin.display(description="status")
+    def status_badge(self, instance: WorkflowInstance) -> str:
+        return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
+                           instance.get_status_display())
+
+    @admin.display(description="current step")
+    def current_step_title(self, instance: WorkflowInstance) -> str:
+        definition = registry.find(instance.workflow)
+        step = definition.steps_by_id.get(instance.current_step) if definition else None
+        return step.title if step and step.title else instance.current_step
+
+    def get_search_results(self, request: HttpRequest, queryset: Any,
+                           search_term: str) -> tuple[Any, bool]:
+        return search_instances(queryset, search_term), False
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, ...]:
+        """A nested child goes with its parent, never alone: alone, it is "protected"."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        # Events cannot be deleted one by one, but they go with their instance.
+        perms_needed.discard(WorkflowEvent._meta.verbose_name)
+        chosen = {obj.pk for obj in objs}
+        protected = [*protected, *(
+            f"{obj} is nested in instance {obj.parent_id}: delete that one instead"
+            for obj in objs if obj.parent_id and obj.parent_id not in chosen)]
+        return deleted, counts, perms_needed, protected
+
+    def get_urls(self) -> list[Any]:
+        info = self.opts.app_label, self.opts.model_name
+        wrap = self.admin_site.admin_view
+        return [
+            path("definitions/", wrap(self.definitions_view),
+                 name="{}_{}_definitions".format(*info)),
+            path("<path:object_id>/live/", wrap(self.live_view), name="{}_{}_live".format(*info)),
+            *super().get_urls(),
+        ]
+
+    # -- pages ------------------------------------------------------------------------
+
+    def _context(self, request: HttpRequest, **values: Any) -> dict[str, Any]:
+        request.current_app = self.admin_site.name
+        return {**self.admin_site.each_context(request), "opts": self.opts,
+                "app_label": self.opts.app_label, "media": self.media, **values}
+
+    def add_view(self, request: HttpRequest, form_url: str = "",
+                 extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """A new instance through ``services.create``: workflow, initial state, start."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = CreateInstanceForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            instance = self._create(request, form)
+            if instance is not None:
+                return HttpResponseRedirect(change_url(instance.pk))
+        context = self._context(request, title="Add workflow instance", form=form,
+                                add=True, **(extra_context or {}))
+        return TemplateResponse(request, "admin/django_workflows/workflowinstance/add_form.html",
+                                context)
+
+    def _create(self, request: HttpRequest, form: CreateInstanceForm) -> WorkflowInstance | None:
+        workflow = form.cleaned_data["workflow"]
+        refusal = refusal_for(self, request, None, "create", workflow=workflow)
+        if refusal:
+            form.add_error(None, refusal)
+            return None
+        try:
+            instance = services.create(workflow, state=form.cleaned_data["state"],
+                                       user=request.user, start=form.cleaned_data["start"])
+        except InvalidState as error:
+            form.add_error("state", [error.reason, *map(str, error.field_errors)])
+            return None
+        except StateTooLarge as error:
+            form.add_error("state", error.reason)
+            return None
+        except WorkflowError as error:
+            form.add_error(None, str(error))
+            return None
+        self.log_addition(request, instance, "Created through the service layer.")
+        self.message_user(request, f"Created {instance.workflow} instance {instance.pk}; it is "
+                                   f"{instance.get_status_display().lower()}.", messages.SUCCESS)
+        return instance
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
+        instance = self.get_object(request, unquote(object_id))
+        if instance is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, instance):
+            raise PermissionDenied
+        state_form = None
+        if request.method == "POST":
+            if "_command" in request.POST:
+                self._command(request, instance)
+                return HttpResponseRedirect(request.get_full_path())
+            if "_state" not in request.POST:
+                return HttpResponseRedirect(request.get_full_path())
+            refusal = refusal_for(self, request, instance, "update_state")
+            if refusal:
+                self.message_user(request, f"State not saved: {refusal}", messages.ERROR)
+                return HttpResponseRedirect(request.get_full_path())
+            state_form = StateForm(request.POST)
+            if self._save_state(request, instance, state_form):
+                return HttpResponseRedirect(request.get_full_path())
+            instance = self.get_object(request, unquote(object_id)) or instance
+        return self._instance_page(request, instance, state_form, extra_context)
+
+    def _command(self, request: HttpRequest, instance: WorkflowInstance) -> None:
+        name = request.POST["_command"]
+        try:
+            revision = int(request.POST["revision"]) if request.POST.get("revision") else None
+        except ValueError:
+            revision = None
+        result = run_command(self, request, instance, name, expected_revision=revision)
+        if result.moved:
+            self.log_change(request, instance, f"{LABELS[name]} (through the service layer).")
+        self.message_user(request, result.text, result.level)
+
+    def _save_state(self, request: HttpRequest, instance: WorkflowInstance,
+                    form: StateForm) -> bool:
+        """``update_state`` with the form's value; False (errors on the form) when not saved."""
+        if not form.is_valid():
+            return False
+        expected = form.cleaned_data["revision"]
+        try:
+            services.update_state(instance, form.cleaned_data["state"], user=request.user,
+                                  expected_revision=expected)
+        except StateTooLarge as error:
+            form.add_error("state", error.reason)
+        except InvalidState as error:
+            form.add_error("state", [str(e) for e in error.field_errors] or [error.reason])
+        except StaleRevision as error:
+            form.add_error(None, f"Not saved: someone changed this instance while you edited "
+                                 f"it (revision {error.actual}, your edit started from "
+                                 f"{error.expected}). Compare with the state shown, then save "
+                                 "again to replace it.")
+            form.data = form.data.copy()
+            form.data["revision"] = str(error.actual)
+        except WorkflowError as error:
+            form.add_error(None, f"Not saved: {getattr(error, 'reason', error)}")
+        else:
+            self.log_change(request, instance, "Changed the state (through the service layer).")
+            self.message_user(request, "The state was saved.", messages.SUCCESS)
+            return True
+        return False
+
+    def _instance_page(self, request: HttpRequest, instance: WorkflowInstance,
+                       state_form: StateForm | None,
+                       extra_context: dict[str, Any] | None) -> TemplateResponse:
+        can_change = self.has_change_permission(request, instance)
+        commands = []
+        if can_change:
+            for name in COMMANDS:
+                if name == "start" and instance.status != "idle":
+                    continue
+                commands.append({"name": name, "label": LABELS[name],
+                                 "confirm": name in DESTRUCTIVE,
+                                 "refusal": refusal_for(self, request, instance, name)})
+        state_refusal = refusal_for(self, request, instance, "update_state") \
+            if can_change else "view only"
+        if state_form is None:
+            state_form = StateForm(initial={"state": pretty_json(instance.state),
+                                            "revision": instance.revision})
+        definition = registry.find(instance.workflow)
+        context = self._context(
+            request, title=f"{definition.title if definition else instance.workflow} "
+                           f"{str(instance.pk)[:8]}",
+            original=instance, object_id=str(instance.pk), can_change=can_change,
+            commands=commands, state_form=state_form, can_edit_state=state_refusal is None,
+            has_delete_permission=self.has_delete_permission(request, instance),
+            **instance_context(request, instance), **(extra_context or {}))
+        return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",
+                                context)
+
+    def live_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
+        """Status, operations and branches as JSON, polled by the instance page."""
+        instance = self.get_object(request, unquote(object_id))
+        if instance is None:
+            return JsonResponse({"detail": "No such workflow instance."}, status=404)
+        if not self.has_view_or_change_permission(request, instance):
+            return JsonResponse({"detail": "You may not view workflow instances."}, status=403)
+        return JsonResponse(live_payload(instance))
+
+    def definitions_view(self, request: HttpRequest) -> TemplateResponse:
+        """The registered workflows with their diagrams and active instance counts."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        context = self._context(request, title="Workflow definitions", **definitions_context())
+        return TemplateResponse(request, "admin/django_workflows/definitions.html", context)

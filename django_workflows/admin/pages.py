@@ -1,0 +1,150 @@
+"""What the instance and definitions pages show, read from rows and definitions."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
+
+from .. import registry
+from ..engine import Workflow
+from ..graph import marks_for, to_svg
+from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
+from ..queries import live_operations
+
+EVENTS_PER_PAGE = 25
+LOG_LINES = 10
+IN_FLIGHT = ("queued", "running", "waiting", "retrying")
+
+
+def change_url(instance_id: Any) -> str:
+    return reverse("admin:django_workflows_workflowinstance_change", args=[instance_id])
+
+
+def diagram(definition: Workflow | None, instance: WorkflowInstance | None = None) -> str:
+    """The definition as inline SVG, with the instance's steps marked."""
+    if definition is None:
+        return ""
+    marks = None
+    if instance is not None:
+        marks = marks_for(status=instance.status, current_step=instance.current_step,
+                          completed_steps=instance.completed_steps,
+                          skipped_steps=instance.skipped_steps)
+    return mark_safe(to_svg(definition, marks))  # to_svg escapes every text it draws
+
+
+def _operation_rows(definition: Workflow | None, operations: list[dict[str, Any]],
+                    depth: int = 0) -> list[dict[str, Any]]:
+    rows = []
+    for op in operations:
+        found = definition.find_operation(op["id"]) if definition else None
+        progress = op.get("progress") or None
+        percent = None
+        if progress and progress.get("total"):
+            percent = max(0.0, min(100.0, 100.0 * progress["current"] / progress["total"]))
+        error = op.get("error")
+        rows.append({
+            "id": op["id"], "title": op.get("title") or op["id"], "depth": depth,
+            "indent": depth * 1.5, "step": op.get("step"), "status": op.get("status", "idle"),
+            "attempt": op.get("attempt", 0),
+            "max_attempts": found.max_attempts if found else None,
+            "progress": progress, "percent": percent,
+            "logs": list(op.get("logs") or ())[-LOG_LINES:],
+            "error": f"{error['name']}: {error['message']}" if error else "",
+            "in_flight": op.get("status") in IN_FLIGHT,
+        })
+        rows += _operation_rows(definition, list(op.get("children") or ()), depth + 1)
+    return rows
+
+
+def operations_of(instance: WorkflowInstance) -> list[dict[str, Any]]:
+    """The operations (children indented after their parent), running ones live."""
+    return _operation_rows(registry.find(instance.workflow), live_operations(instance))
+
+
+def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
+    """What the instance page polls while work runs."""
+    operations = operations_of(instance)
+    return {
+        "id": str(instance.pk), "status": instance.status,
+        "status_label": instance.get_status_display(), "revision": instance.revision,
+        "current_step": instance.current_step, "errors": instance.errors,
+        "finished": instance.is_finished,
+        "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
+                                                   "progress", "percent", "logs", "error",
+                                                   "in_flight")} for row in operations],
+        "parallel": [{"step": b["step"], "id": b["id"], "status": b["status"],
+                      "error": b.get("error")} for b in instance.parallel],
+    }
+
+
+def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
+    """The event timeline, newest first, one page of it."""
+    events = instance.events.select_related("actor").order_by("-sequence")
+    paginator = Paginator(events, EVENTS_PER_PAGE)
+    page = paginator.get_page(request.GET.get("events_page"))
+    for event in page.object_list:
+        event.data_json = json.dumps(event.data, ensure_ascii=False) if event.data else ""
+    return page
+
+
+def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[str, Any]:
+    definition = registry.find(instance.workflow)
+    children = list(instance.children.order_by("created_at")
+                    .values("id", "workflow", "status", "parent_step", "current_step"))
+    for child in children:
+        child["url"] = change_url(child["id"])
+        child["status_label"] = Status(child["status"]).label
+    operations = operations_of(instance)
+    return {
+        "instance": instance, "definition": definition,
+        "diagram": diagram(definition, instance),
+        "operations": operations,
+        "has_live_work": any(row["in_flight"] for row in operations)
+        or any(b.get("status") == "running" for b in instance.parallel),
+        "branches": instance.parallel,
+        "rollback_items": (instance.rollback_plan or {}).get("items") or [],
+        "children": children,
+        "nested_url": change_url(instance.nested_id) if instance.nested_id else None,
+        "parent_url": change_url(instance.parent_id) if instance.parent_id else None,
+        "events": events_page(request, instance),
+        "state_json": json.dumps(instance.state, indent=2, ensure_ascii=False),
+        "live_url": reverse("admin:django_workflows_workflowinstance_live", args=[instance.pk]),
+        "definitions_url": reverse("admin:django_workflows_workflowinstance_definitions"),
+    }
+
+
+def definitions_context() -> dict[str, Any]:
+    """Every registered definition, with how many of its instances are active, by status."""
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    rows = (WorkflowInstance.objects.filter(status__in=ACTIVE_STATUSES).order_by()
+            .values("workflow", "status").annotate(n=Count("pk")))
+    for row in rows:
+        counts[row["workflow"]][row["status"]] = row["n"]
+    nested_in: dict[str, list[str]] = defaultdict(list)
+    definitions = sorted(registry.all_definitions(), key=lambda d: (d.title or d.id).lower())
+    for definition in definitions:
+        for step in definition.steps:
+            if step.nested is not None:
+                child = step.nested.id if isinstance(step.nested, Workflow) else step.nested
+                nested_in[child].append(f"{definition.id}.{step.id}")
+    changelist = reverse("admin:django_workflows_workflowinstance_changelist")
+    return {"definitions": [{
+        "id": d.id, "version": d.version, "title": d.title, "step_count": len(d.steps),
+        "transition_count": len(d.transitions),
+        "active": [{"status": status, "label": Status(status).label,
+                    "count": counts[d.id].get(status, 0),
+                    "url": f"{changelist}?{urlencode({'workflow': d.id, 'status__exact': status})}"}
+                   for status in ACTIVE_STATUSES],
+        "active_total": sum(counts[d.id].values()),
+        "instances_url": f"{changelist}?{urlencode({'workflow': d.id})}",
+        "nested_in": nested_in.get(d.id, []),
+        "diagram": diagram(d),
+    } for d in definitions]}
