@@ -91,6 +91,10 @@ def test_a_customer_walks_the_wizard_with_a_mistake_a_step_back_and_a_skip(page)
     approve_identity_check(onboarding_id)
     on_screen(page, "confirm")  # the page polls while the review runs
     assert page.text_content("#summary-plan") == "Starter (free)"
+    page.click("#back")
+    on_screen(page, "identity")  # checked already: it is not asked again
+    page.click("#next")
+    on_screen(page, "confirm")
     page.check("#accept_terms")
     page.click("#next")
     on_screen(page, "done")
