@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -132,6 +133,7 @@ def _default_code(status_code: int) -> str:
     return {404: "not_found", 403: "permission_denied"}.get(status_code, "error")
 
 
+@csrf_exempt  # it changes nothing; a CSRF refusal would answer Django's HTML 403
 def unknown_url(request: HttpRequest, path: str = "") -> JsonResponse:
     """JSON 404 for any URL under the API that names nothing (never Django's HTML page)."""
     detail = "Not found."

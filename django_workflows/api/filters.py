@@ -1,17 +1,54 @@
-"""Shaping lists: filters (django-filter), ordering, and pages."""
+"""Shaping lists: filters (django-filter), ordering, and pages.
+
+A query parameter sent empty (``?status=&page=``) counts as not sent, as
+django-filter and HTML forms have it; ``status`` must name a status.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
+from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
+from django_filters.fields import IsoDateTimeField, RangeField
+from django_filters.rest_framework import DjangoFilterBackend
+from django_filters.widgets import DateRangeWidget
+from drf_spectacular.contrib.django_filters import DjangoFilterExtension
+from rest_framework.exceptions import ValidationError
 from rest_framework.filters import OrderingFilter
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
 from ..models import Status, WorkflowInstance
+
+
+class UTCDateTimeField(IsoDateTimeField):
+    """An ISO 8601 time that also exists in UTC (0001-01-01T00:00+05:00 does not)."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        result = super().to_python(value)
+        if result is not None:
+            try:
+                result.astimezone(UTC)
+            except OverflowError:
+                raise forms.ValidationError("This time is out of range.", "invalid") from None
+        return result
+
+
+class UTCDateTimeRangeField(RangeField):
+    widget = DateRangeWidget
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__((UTCDateTimeField(), UTCDateTimeField()), *args, **kwargs)
+
+
+class TimeRangeFilter(django_filters.IsoDateTimeFromToRangeFilter):
+    """``<name>_after`` / ``<name>_before`` in ISO 8601."""
+
+    field_class = UTCDateTimeRangeField
 
 
 class InstanceFilter(django_filters.FilterSet):
@@ -23,9 +60,9 @@ class InstanceFilter(django_filters.FilterSet):
     current_step = django_filters.CharFilter(help_text="A step id.")
     owner = django_filters.ModelChoiceFilter(
         queryset=get_user_model().objects.all(), help_text="The owner's user id.")
-    created = django_filters.IsoDateTimeFromToRangeFilter(
+    created = TimeRangeFilter(
         field_name="created_at", help_text="created_after / created_before (ISO 8601).")
-    updated = django_filters.IsoDateTimeFromToRangeFilter(
+    updated = TimeRangeFilter(
         field_name="updated_at", help_text="updated_after / updated_before (ISO 8601).")
 
     class Meta:
@@ -34,7 +71,18 @@ class InstanceFilter(django_filters.FilterSet):
 
 
 class StableOrdering(OrderingFilter):
-    """``?ordering=-updated_at``; ties broken by id so pages never repeat a row."""
+    """``?ordering=-updated_at,workflow``; ties broken by id so pages never repeat a row.
+
+    An unknown field answers 400 rather than being ignored.
+    """
+
+    def remove_invalid_fields(self, queryset: QuerySet[Any], fields: list[str], view: Any,
+                              request: Request) -> list[str]:
+        valid = super().remove_invalid_fields(queryset, fields, view, request)
+        if len(valid) != len(fields):
+            raise ValidationError({self.ordering_param: [
+                f"Order by {', '.join(self._names(view))}, each with an optional '-'."]})
+        return valid
 
     def get_ordering(self, request: Request, queryset: QuerySet[Any], view: Any) -> list[str]:
         ordering = list(super().get_ordering(request, queryset, view) or [])
@@ -42,10 +90,70 @@ class StableOrdering(OrderingFilter):
             ordering.append("id")
         return ordering
 
+    @staticmethod
+    def _names(view: Any) -> list[str]:
+        return list(view.ordering_fields)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        names = "|".join(self._names(view))
+        return [{
+            "name": self.ordering_param, "required": False, "in": "query",
+            "allowEmptyValue": True,
+            "description": f"Sort by these fields (comma-separated, '-' for descending): "
+                           f"{', '.join(self._names(view))}. Default: -created_at.",
+            "schema": {"type": "string", "pattern": f"^-?({names})(,-?({names}))*$"},
+        }]
+
 
 class Pages(PageNumberPagination):
-    """``?page=2&page_size=50``: ``{"count", "next", "previous", "results"}``."""
+    """``?page=2&page_size=50``: ``{"count", "next", "previous", "results"}``.
+
+    A ``page_size`` that is not a whole number of at least 1 answers 400; a
+    larger one than ``max_page_size`` is cut to it.
+    """
 
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
+
+    def get_page_size(self, request: Request) -> int:
+        raw = request.query_params.get(self.page_size_query_param)
+        if not raw:  # absent or empty
+            return self.page_size
+        try:
+            size = int(raw)
+        except ValueError:
+            size = 0
+        if size < 1:
+            raise ValidationError({self.page_size_query_param: [
+                "A whole number of at least 1 is required."]})
+        return min(size, self.max_page_size)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            parameter["schema"]["minimum"] = 1
+            parameter["allowEmptyValue"] = True
+            if parameter["name"] == self.page_size_query_param:
+                parameter["description"] += f" At most {self.max_page_size}."
+        return parameters
+
+
+
+class InstanceFilterBackend(DjangoFilterBackend):
+    """django-filter's backend; its schema says that an empty value counts as none."""
+
+
+class EmptyMeansAbsent(DjangoFilterExtension):
+    """The OpenAPI parameters of :class:`InstanceFilterBackend`, with ``allowEmptyValue``."""
+
+    target_class = "django_workflows.api.filters.InstanceFilterBackend"
+    priority = 1
+
+    def get_schema_operation_parameters(self, auto_schema: Any, *args: Any,
+                                        **kwargs: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(auto_schema, *args, **kwargs)
+        for parameter in parameters:
+            if parameter["schema"].get("type") != "array":  # status= must name a status
+                parameter["allowEmptyValue"] = True
+        return parameters

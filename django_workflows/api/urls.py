@@ -22,5 +22,5 @@ router.register("instances", InstanceViewSet, basename="instance")
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     *router.urls,
-    re_path(r"^(?P<path>.*)$", unknown_url),
+    re_path(r"^(?P<path>[\s\S]*)$", unknown_url),  # any path, even with a newline in it
 ]

@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
-from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -30,7 +29,7 @@ from ..exceptions import WorkflowNotMoved
 from ..models import WorkflowEvent, WorkflowInstance
 from ..services.idempotency import fingerprint_of
 from .errors import error_body, exception_handler
-from .filters import InstanceFilter, Pages, StableOrdering
+from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .permissions import InstanceAccess, definition_allows, visible_instances
 from .serializers import (
     CreateInstanceSerializer,
@@ -273,7 +272,7 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
     serializer_class = InstanceSerializer
     lookup_value_regex = UUID_PATTERN
     permission_classes = [InstanceAccess]
-    filter_backends = [DjangoFilterBackend, StableOrdering]
+    filter_backends = [InstanceFilterBackend, StableOrdering]
     filterset_class = InstanceFilter
     ordering_fields = ["created_at", "updated_at", "started_at", "completed_at", "status",
                        "workflow", "current_step"]
