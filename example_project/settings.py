@@ -29,6 +29,30 @@ INSTALLED_APPS = [
 if HAS_DJANGO_Q:
     INSTALLED_APPS.append("django_q")
 
+# The REST API at /api/ (the [api] extra), its OpenAPI schema at /api/schema/ and
+# Swagger UI at /api/docs/, served from drf-spectacular-sidecar: no CDN needed.
+HAS_API = importlib.util.find_spec("rest_framework") is not None
+if HAS_API:
+    INSTALLED_APPS += ["rest_framework", "django_filters", "drf_spectacular",
+                       "drf_spectacular_sidecar"]
+    REST_FRAMEWORK = {
+        "DEFAULT_AUTHENTICATION_CLASSES": [
+            "rest_framework.authentication.SessionAuthentication",
+            "rest_framework.authentication.BasicAuthentication",
+        ],
+        "EXCEPTION_HANDLER": "django_workflows.api.errors.exception_handler",
+        "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    }
+    SPECTACULAR_SETTINGS = {
+        "TITLE": "django-workflows example",
+        "DESCRIPTION": "Workflow definitions and instances: create, read, and drive them.",
+        "VERSION": "1",
+        "COMPONENT_SPLIT_REQUEST": True,
+        "SWAGGER_UI_DIST": "SIDECAR",
+        "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+        "REDOC_DIST": "SIDECAR",
+    }
+
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -1,11 +1,29 @@
 from __future__ import annotations
 
+import importlib.util
+
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import TemplateView
+
+
+def api_urls() -> list[URLPattern | URLResolver]:
+    """The REST API at /api/ and Swagger UI at /api/docs/ (when the [api] extra is there)."""
+    if importlib.util.find_spec("rest_framework") is None:
+        return []
+    from drf_spectacular.views import SpectacularSwaggerView
+
+    return [
+        # Before the include: every other URL under /api/ answers the API's JSON 404.
+        path("api/docs/", SpectacularSwaggerView.as_view(url_name="workflows-api:schema"),
+             name="api-docs"),
+        path("api/", include("django_workflows.api.urls")),
+    ]
+
 
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
+    *api_urls(),
     path("", include("example_project.shop.urls")),  # /wizard/, /accounts/login/
 ]

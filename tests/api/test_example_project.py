@@ -1,0 +1,72 @@
+"""The example project mounts the API at /api/, its schema and Swagger UI beside it.
+
+Its settings are not the tests', so it is checked in a Python process of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.needs_api, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = r"""
+import json, re
+import django
+django.setup()
+from django.contrib.staticfiles import finders
+from django.test import Client
+from django.test.utils import setup_test_environment
+
+setup_test_environment()
+client = Client()
+docs = client.get("/api/docs/")
+assets = re.findall(r'(?:src|href)="([^"]+)"', docs.content.decode())
+schema = client.get("/api/schema/", {"format": "json"})
+print(json.dumps({
+    "docs": docs.status_code,
+    "assets": {a: bool(a.startswith("/static/") and finders.find(a[len("/static/"):]))
+               for a in assets},
+    "schema": schema.status_code,
+    "paths": sorted(json.loads(schema.content)["paths"]),
+    "anonymous": client.get("/api/instances/").status_code,
+    "unknown": [client.get("/api/nope/").status_code, client.get("/api/nope/")["Content-Type"]],
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def example() -> dict:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "example_project.settings"}
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_example_serves_swagger_ui_at_api_docs(example):
+    assert example["docs"] == 200
+
+
+def test_swagger_ui_s_files_are_served_by_the_site_itself_not_a_cdn(example):
+    assert example["assets"]
+    assert all(example["assets"].values()), example["assets"]
+
+
+def test_the_example_serves_the_schema_of_the_api_at_api_schema(example):
+    assert example["schema"] == 200
+    assert "/api/instances/{id}/next/" in example["paths"]
+
+
+def test_the_example_asks_anonymous_users_to_sign_in(example):
+    assert example["anonymous"] == 403  # session authentication first: no Basic prompt
+
+
+def test_unknown_urls_under_the_example_s_api_answer_json(example):
+    assert example["unknown"] == [404, "application/json"]
