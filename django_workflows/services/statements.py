@@ -12,7 +12,6 @@ the app's own ``workflow_event`` signal is.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ from django.db.models.sql import Query
 
 from ..models import WorkflowEvent, WorkflowInstance
 
+ATTRIBUTE = "_django_workflows_statements"  # on the connection: its statements
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
 MAX_BATCH = 1000
 
@@ -120,13 +120,15 @@ class Statements:
                 event._state.db = self.connection.alias
 
 
-_built: weakref.WeakKeyDictionary[Any, Statements] = weakref.WeakKeyDictionary()
-
-
 def statements(alias: str = DEFAULT_DB_ALIAS) -> Statements:
-    """The statements of this thread's connection ``alias``, built on its first use."""
+    """The statements of this thread's connection ``alias``, built on its first use.
+
+    They live on the connection object, and go with it (a weak-keyed cache
+    would keep every thread's connection alive: the statements refer to it).
+    """
     connection = connections[alias]
-    built = _built.get(connection)
+    built = getattr(connection, ATTRIBUTE, None)
     if built is None:
-        built = _built[connection] = Statements(connection)
+        built = Statements(connection)
+        setattr(connection, ATTRIBUTE, built)
     return built

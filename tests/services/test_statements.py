@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 import uuid
+import weakref
 from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connections, transaction
 
 from django_workflows import services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
@@ -104,3 +107,23 @@ def test_insert_splits_what_the_database_cannot_take_in_one_statement():
 
     assert WorkflowEvent.objects.filter(instance=row, sequence__gte=1000).count() == count
     assert len({e.pk for e in events}) == count
+
+
+def test_each_thread_builds_its_own_and_lets_it_go_with_its_connection():
+    mine = statements()
+    assert statements() is mine
+    seen: list = []
+
+    def other() -> None:
+        try:
+            seen.append(weakref.ref(statements()))
+            assert seen[0]() is not mine
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(30)
+    del thread
+    gc.collect()
+    assert seen and seen[0]() is None  # gone with the thread's connection
