@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows import services
+from django_workflows import Step, Transition, Workflow, services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
 from tests.api.conftest import url
 
@@ -249,3 +249,32 @@ def test_a_refused_command_changes_nothing(api, make_instance):
     after = WorkflowInstance.objects.get(pk=instance.pk)
     assert (after.revision, after.snapshot, after.status) == (
         before.revision, before.snapshot, before.status)
+
+
+@pytest.fixture
+def redefined():
+    """``redefine(v1, v2)``: instances made under v1, then v2 (without migrate) registered."""
+    from django_workflows import registry
+
+    registered: list[str] = []
+
+    def redefine(version: int) -> Workflow:
+        registry.unregister("api-versioned")
+        definition = Workflow(id="api-versioned", version=version,
+                              steps=[Step("a"), Step("b")], transitions=[Transition("a", "b")])
+        registered.append(registry.register(definition).id)
+        return definition
+
+    yield redefine
+    for workflow_id in registered:
+        registry.unregister(workflow_id)
+
+
+def test_a_command_on_an_instance_that_needs_a_migration_is_refused_migration_required(
+        api, make_instance, redefined):
+    redefined(1)
+    instance = make_instance(workflow="api-versioned", started=True)
+    redefined(2)
+
+    assert refusal(api.post(url(instance, "next"))) == "migration_required"
+    assert WorkflowInstance.objects.get(pk=instance.pk).revision == instance.revision
