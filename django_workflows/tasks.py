@@ -12,9 +12,9 @@ from .conf import workflow_settings
 from .services import sweep
 
 
-def run_attempt(token: str) -> bool:
+def run_attempt(token: str, instance_id: str | None = None) -> bool:
     """Run one attempt (an operation attempt, a branch or a compensation)."""
-    return worker.run_attempt(token, heartbeat_thread=True)
+    return worker.run_attempt(token, heartbeat_thread=True, instance_id=instance_id)
 
 
 def sweep_loop(duration: float | None = None) -> str:

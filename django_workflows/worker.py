@@ -124,9 +124,13 @@ class DatabaseSink:
             self._write(force=True)
 
 
-def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
-    """Run the attempt ``token`` names; False when it was stale or already taken."""
-    work = claim_attempt(token, worker=WORKER_NAME)
+def run_attempt(token: str, *, heartbeat_thread: bool = True,
+                instance_id: Any = None) -> bool:
+    """Run the attempt ``token`` names; False when it was stale or already taken.
+
+    ``instance_id``, the attempt's instance when the caller knows it, saves a query.
+    """
+    work = claim_attempt(token, worker=WORKER_NAME, instance_id=instance_id)
     if work is None:
         return False
     sink = DatabaseSink(token, threaded=heartbeat_thread)

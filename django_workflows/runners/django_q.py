@@ -28,9 +28,17 @@ def task_timeout(attempt_timeout: float | None) -> int | None:
 
 class Runner:
     def enqueue(self, tokens: Sequence[str]) -> None:
+        from django_q.brokers import get_broker
         from django_q.tasks import async_task
 
-        timeouts = dict(Attempt.objects.filter(token__in=tokens).values_list("token", "timeout"))
+        rows = {token: (instance_id, timeout) for token, instance_id, timeout in
+                Attempt.objects.filter(token__in=tokens).values_list(
+                    "token", "instance_id", "timeout")}
+        broker = get_broker()  # one connection for them all
         for token in tokens:
-            async_task(TASK, token, task_name=f"workflow attempt {token}",
-                       timeout=task_timeout(timeouts.get(token)))
+            if token not in rows:
+                continue  # its instance was deleted meanwhile
+            instance_id, timeout = rows[token]
+            # The instance's id saves the worker looking it up before it claims.
+            async_task(TASK, token, str(instance_id), task_name=f"workflow attempt {token}",
+                       timeout=task_timeout(timeout), broker=broker)

@@ -59,15 +59,25 @@ def _root_of(instance_id: Any) -> Any:
         current = found[0]
 
 
-def claim_attempt(token: str, worker: str = "") -> engine.Work | None:
-    """Claim a queued attempt; the work to run, or None when it is stale or taken."""
-    attempt = Attempt.objects.filter(token=token).only("instance_id", "status").first()
-    if attempt is None or attempt.status != AttemptStatus.QUEUED:
-        logger.info("Attempt %s is not queued (%s); not running it", token,
-                    attempt.status if attempt else "unknown")
-        return None
+def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
+                  ) -> engine.Work | None:
+    """Claim a queued attempt; the work to run, or None when it is stale or taken.
+
+    Given its ``instance_id`` (as the runner does), it goes straight to the
+    instance's lock, where the engine refuses a stale or taken token anyway.
+    """
+    if instance_id is None:
+        attempt = Attempt.objects.filter(token=token).only("instance_id", "status").first()
+        if attempt is None or attempt.status != AttemptStatus.QUEUED:
+            logger.info("Attempt %s is not queued (%s); not running it", token,
+                        attempt.status if attempt else "unknown")
+            return None
+        instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        applied = _apply(attempt.instance_id, engine.AttemptStarted(token))
+        try:
+            applied = _apply(instance_id, engine.AttemptStarted(token))
+        except InstanceNotFound:  # deleted meanwhile, its attempts with it
+            return None
         assert applied is not None
         outcome, _tree, definition = applied
         if not outcome.moved:
