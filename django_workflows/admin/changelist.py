@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -62,6 +63,13 @@ class EstimatedCountPaginator(Paginator):
             return queryset.count()
         self.estimated = True
         return max(estimate, bounded)
+
+
+class InstanceChangeList(ChangeList):
+    """Rows without their state and snapshot: a page of big states would be megabytes."""
+
+    def get_queryset(self, request: Any, exclude_parameters: Any = None) -> QuerySet:
+        return super().get_queryset(request, exclude_parameters).defer("state", "snapshot")
 
 
 class WorkflowFilter(admin.SimpleListFilter):

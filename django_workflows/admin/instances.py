@@ -25,6 +25,7 @@ from .access import refusal_for
 from .changelist import (
     CurrentStepFilter,
     EstimatedCountPaginator,
+    InstanceChangeList,
     OwnerFilter,
     WorkflowFilter,
     search_instances,
@@ -68,6 +69,8 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
     actions = [_bulk_action(name) for name in COMMANDS]
+    # Not the conventional name, which every admin of this model would pick up.
+    change_list_template = "admin/django_workflows/workflowinstance/instances_change_list.html"
 
     class Media:
         css = {"all": ["django_workflows/admin.css"]}
@@ -94,6 +97,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         definition = registry.find(instance.workflow)
         step = definition.steps_by_id.get(instance.current_step) if definition else None
         return step.title if step and step.title else instance.current_step
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type:
+        return InstanceChangeList
 
     def get_search_results(self, request: HttpRequest, queryset: Any,
                            search_term: str) -> tuple[Any, bool]:

@@ -236,6 +236,19 @@ def test_changelist_never_counts_the_whole_table(root_client):
     assert not [q["sql"] for q in queries if "DISTINCT" in q["sql"].upper()]
 
 
+def test_changelist_does_not_read_states_or_snapshots(root_client):
+    WorkflowInstanceFactory(state={"email": "x" * 150, "plan": None})
+
+    with CaptureQueriesContext(connection) as queries:
+        root_client.get(changelist_url())
+
+    rows = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
+            and '"django_workflows_workflowinstance"."workflow"' in q["sql"]]
+    assert rows
+    assert not [sql for sql in rows if '"django_workflows_workflowinstance"."state"' in sql
+                or '"django_workflows_workflowinstance"."snapshot"' in sql]
+
+
 def test_changelist_reads_owners_with_their_instances(root_client):
     WorkflowInstanceFactory(owner=UserFactory(username="u0"))
     with CaptureQueriesContext(connection) as few:
