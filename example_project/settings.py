@@ -81,6 +81,24 @@ TEMPLATES = [
     },
 ]
 
+
+def database_from_url(url: str) -> dict[str, object]:
+    """A PostgreSQL database from ``postgres://user:password@host:port/name``."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ValueError(f"DWF_DEMO_DATABASE_URL must be a postgres:// URL, not {url!r}")
+    return {
+        "ENGINE": "django.db.backends.postgresql", "NAME": unquote(parts.path.lstrip("/")),
+        "USER": unquote(parts.username or ""), "PASSWORD": unquote(parts.password or ""),
+        "HOST": parts.hostname or "", "PORT": str(parts.port or ""),
+        # Persistent connections, checked before each request: a restarted server
+        # costs the requests that were running, not every request after it.
+        "CONN_MAX_AGE": 600, "CONN_HEALTH_CHECKS": True,
+    }
+
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
@@ -114,11 +132,20 @@ SHOP_PAYMENTS = {
     "SLOW_LATENCY": float(os.environ.get("SHOP_PAYMENT_SLOW_LATENCY", "40")),
 }
 
+# PostgreSQL instead of SQLite (the load test, bench/load.py, runs the site on it):
+# DWF_DEMO_DATABASE_URL=postgres://user@127.0.0.1:5432/name. Not DATABASE_URL, which
+# the test suite sets for itself and would leak into the demo it starts.
+if os.environ.get("DWF_DEMO_DATABASE_URL"):
+    DATABASES["default"] = database_from_url(os.environ["DWF_DEMO_DATABASE_URL"])
+
 if HAS_DJANGO_Q:
     # The ORM broker keeps the demo self-contained; retry must exceed timeout.
+    # DWF_DEMO_BROKER=redis uses Redis (DWF_DEMO_REDIS_URL, default redis://127.0.0.1:6379/0).
+    _redis = os.environ.get("DWF_DEMO_BROKER") == "redis"
     Q_CLUSTER = {
         "name": "example",
-        "orm": "default",
+        **({"redis": os.environ.get("DWF_DEMO_REDIS_URL", "redis://127.0.0.1:6379/0")}
+           if _redis else {"orm": "default"}),
         "workers": 2,
         "timeout": 60,
         "retry": 120,
