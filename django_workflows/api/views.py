@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
@@ -17,7 +15,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import exceptions, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -30,10 +27,19 @@ from ..models import WorkflowEvent, WorkflowInstance
 from ..services.idempotency import fingerprint_of
 from .errors import error_body, exception_handler
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
+from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
 from .permissions import InstanceAccess, definition_allows, visible_instances
+from .schema import (
+    ACTION_RESPONSES,
+    ETAG,
+    IDEMPOTENCY_KEY,
+    IF_MATCH,
+    NOT_ALLOWED,
+    UNKNOWN_INSTANCE,
+    error_response,
+)
 from .serializers import (
     CreateInstanceSerializer,
-    ErrorSerializer,
     EventSerializer,
     InstanceSerializer,
     StateSerializer,
@@ -43,103 +49,6 @@ from .serializers import (
 )
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-IF_MATCH_PATTERN = r'^(\*|(W/)?"[0-9]+"|[0-9]+)$'
-IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
-
-# -- request bodies and headers ------------------------------------------------------
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range for a JSON number")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-class JSONBodyParser(JSONParser):
-    """Strict JSON: no NaN or Infinity, no numbers that overflow, no endless nesting."""
-
-    def parse(self, stream: Any, media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding", "utf-8")
-        try:
-            return json.loads(stream.read().decode(encoding), parse_float=_finite,
-                              parse_constant=_no_constant)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
-        except ValueError as error:  # also UnicodeDecodeError
-            raise exceptions.ParseError(f"JSON parse error - {error}") from None
-
-
-class BadHeader(exceptions.APIException):
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "bad_header"
-
-
-def expected_revision(request: Request) -> int | None:
-    """The revision ``If-Match`` names (``"3"``, ``3`` or ``W/"3"``); None without one."""
-    value = request.headers.get("If-Match")
-    if value is None or value.strip() == "*":
-        return None
-    if not re.fullmatch(IF_MATCH_PATTERN, value.strip()):
-        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value!r}',
-                        "invalid_if_match")
-    return int(value.strip().removeprefix("W/").strip('"'))
-
-
-def idempotency_key(request: Request) -> str | None:
-    value = request.headers.get("Idempotency-Key")
-    if value is None:
-        return None
-    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, value):
-        raise BadHeader("Idempotency-Key must be 1 to 255 printable ASCII characters "
-                        "without spaces", "invalid_idempotency_key")
-    return value
-
-
-def etag(revision: int) -> str:
-    return f'"{revision}"'
-
-
-# -- OpenAPI declarations -------------------------------------------------------------
-
-IF_MATCH = OpenApiParameter(
-    "If-Match", str, OpenApiParameter.HEADER, pattern=IF_MATCH_PATTERN,
-    description='The revision you last saw (its ETag, e.g. "3"); when the instance moved '
-                "on since, the answer is 412 and nothing changes.")
-IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, pattern=IDEMPOTENCY_KEY_PATTERN,
-    description="Send the request again with the same key and body: the first response "
-                "comes back, nothing is done twice. The same key with another body: 422.")
-ETAG = OpenApiParameter("ETag", str, OpenApiParameter.HEADER, response=[200, 201],
-                        description='The instance\'s revision, quoted ("3").')
-
-
-def _error(description: str) -> OpenApiResponse:
-    return OpenApiResponse(ErrorSerializer, description=description)
-
-
-NOT_ALLOWED = {
-    401: _error("Not authenticated."),
-    403: _error("Authenticated, but not allowed to do this."),
-}
-UNKNOWN_INSTANCE = _error("No such instance, or one you may not see.")
-ACTION_RESPONSES = {
-    200: OpenApiResponse(InstanceSerializer, description="It moved: the instance."),
-    400: _error("A malformed body, If-Match or Idempotency-Key."),
-    **NOT_ALLOWED,
-    404: UNKNOWN_INSTANCE,
-    409: _error("Refused by a rule (`code` says which: not_running, validation_failed, "
-                "work_in_progress, ...) or the instance stayed busy (`busy`); nothing "
-                "moved. Validation errors are stored in the instance's `errors`."),
-    412: _error("If-Match named a stale revision; nothing changed. ETag: the current one."),
-    413: _error("The request body is too large."),
-    422: _error("The Idempotency-Key was already used for a different request."),
-}
 
 # -- the views --------------------------------------------------------------------------
 
@@ -180,7 +89,7 @@ class WorkflowsAPIView:
     retrieve=extend_schema(summary="One workflow definition, with its graph", parameters=[
         OpenApiParameter("id", str, OpenApiParameter.PATH, description="The workflow's id.")],
         responses={200: WorkflowDetailSerializer, **NOT_ALLOWED,
-                   404: _error("No workflow with that id.")}),
+                   404: error_response("No workflow with that id.")}),
 )
 class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
     """The registered workflow definitions."""
@@ -246,19 +155,19 @@ def _command_schema(name: str, summary: str) -> Any:
 
 @extend_schema_view(
     list=extend_schema(summary="Instances you may see", responses={
-        200: InstanceSerializer(many=True), 400: _error("A bad filter value."),
-        **NOT_ALLOWED, 404: _error("No such page.")}),
+        200: InstanceSerializer(many=True), 400: error_response("A bad filter value."),
+        **NOT_ALLOWED, 404: error_response("No such page.")}),
     retrieve=extend_schema(summary="One instance", parameters=[ETAG], responses={
         200: InstanceSerializer, **NOT_ALLOWED, 404: UNKNOWN_INSTANCE}),
     create=extend_schema(
         summary="Create an instance (and start it)", request=CreateInstanceSerializer,
         parameters=[IDEMPOTENCY_KEY, ETAG], responses={
             201: OpenApiResponse(InstanceSerializer, description="Created."),
-            400: _error("Bad input; a state that breaks the definition's schema "
+            400: error_response("Bad input; a state that breaks the definition's schema "
                         "(`invalid_state`, `fields` names each field)."),
             **NOT_ALLOWED,
-            413: _error("The state (or the body) is larger than the limit."),
-            422: _error("The Idempotency-Key was already used for a different request.")}),
+            413: error_response("The state (or the body) is larger than the limit."),
+            422: error_response("The Idempotency-Key was already used for a different request.")}),
 )
 class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
     """Workflow instances: create, read, and drive them with commands.
@@ -389,12 +298,12 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
     @extend_schema(operation_id="instances_update_state", summary="Replace the state",
                    request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
                        200: OpenApiResponse(InstanceSerializer, description="The instance."),
-                       400: _error("Bad input, or a state that breaks the definition's "
+                       400: error_response("Bad input, or a state that breaks the definition's "
                                    "schema (`invalid_state`; `fields` names each field)."),
                        **NOT_ALLOWED, 404: UNKNOWN_INSTANCE,
-                       409: _error("Refused by a rule (e.g. `cancelled`), or `busy`."),
+                       409: error_response("Refused by a rule (e.g. `cancelled`), or `busy`."),
                        412: ACTION_RESPONSES[412],
-                       413: _error("The state (or the body) is larger than the limit.")})
+                       413: error_response("The state (or the body) is larger than the limit.")})
     @action(detail=True, methods=["patch"], url_path="state")
     def state(self, request: Request, pk: str | None = None) -> Response:
         instance = self.get_object()

@@ -1,0 +1,70 @@
+"""Reading a request: strict JSON bodies, ``If-Match`` and ``Idempotency-Key``."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+
+IF_MATCH_PATTERN = r'^(\*|(W/)?"[0-9]+"|[0-9]+)$'
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class JSONBodyParser(JSONParser):
+    """Strict JSON: no NaN or Infinity, no numbers that overflow, no endless nesting."""
+
+    def parse(self, stream: Any, media_type: str | None = None,
+              parser_context: dict[str, Any] | None = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", "utf-8")
+        try:
+            return json.loads(stream.read().decode(encoding), parse_float=_finite,
+                              parse_constant=_no_constant)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+        except ValueError as error:  # also UnicodeDecodeError
+            raise exceptions.ParseError(f"JSON parse error - {error}") from None
+
+
+class BadHeader(exceptions.APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "bad_header"
+
+
+def expected_revision(request: Request) -> int | None:
+    """The revision ``If-Match`` names (``"3"``, ``3`` or ``W/"3"``); None without one."""
+    value = request.headers.get("If-Match")
+    if value is None or value.strip() == "*":
+        return None
+    if not re.fullmatch(IF_MATCH_PATTERN, value.strip()):
+        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value!r}',
+                        "invalid_if_match")
+    return int(value.strip().removeprefix("W/").strip('"'))
+
+
+def idempotency_key(request: Request) -> str | None:
+    value = request.headers.get("Idempotency-Key")
+    if value is None:
+        return None
+    if not re.fullmatch(IDEMPOTENCY_KEY_PATTERN, value):
+        raise BadHeader("Idempotency-Key must be 1 to 255 printable ASCII characters "
+                        "without spaces", "invalid_idempotency_key")
+    return value
+
+
+def etag(revision: int) -> str:
+    return f'"{revision}"'
