@@ -137,3 +137,13 @@ def test_the_definitions_page_names_every_option(definition):
     options = [f.name for f in dataclasses.fields(definition) if f.init]
 
     assert [name for name in options if f"`{name}`" not in page] == []
+
+
+def test_every_link_between_docs_pages_leads_somewhere():
+    broken = []
+    for page in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+
+    assert broken == []

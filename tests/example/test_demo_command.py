@@ -1,0 +1,249 @@
+"""./scripts/demo itself: started in the background, used through the API, stopped with Ctrl-C.
+
+The demo runs in a process group (and session) of its own, on a free port
+(``DWF_DEMO_PORT``) with a temporary SQLite file (``DWF_DEMO_DB``), so it
+neither clobbers nor disturbs a developer's demo. The tests run in order: the
+last one stops it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.needs_api, pytest.mark.needs_q2]
+
+ROOT = Path(__file__).resolve().parents[2]
+START_DEADLINE = 300  # seconds: a fresh virtual environment installs packages first
+ALICE = ("alice", "alice-demo")
+OPERATOR = ("operator", "operator-demo")
+
+
+@dataclass
+class Demo:
+    process: subprocess.Popen
+    url: str
+    port: int
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def session_processes(session: int) -> list[int]:
+    """Processes in ``session``: the demo, and everything it started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # it ended meanwhile
+        fields = stat[stat.rindex(")") + 2:].split()
+        state, sid = fields[0], int(fields[3])
+        if sid == session and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return f"{pid} (gone)"
+
+
+def call(demo: Demo, method: str, path: str, body: dict | None = None,
+         user: tuple[str, str] = ALICE) -> tuple[int, dict]:
+    """One API request with HTTP Basic authentication; (status, JSON body)."""
+    request = urllib.request.Request(
+        demo.url + path, method=method,
+        data=None if body is None else json.dumps(body).encode())
+    token = base64.b64encode(":".join(user).encode()).decode()
+    request.add_header("Authorization", f"Basic {token}")
+    request.add_header("Accept", "application/json")
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def wait_until(check, *, seconds: float, what: str, demo: Demo):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        assert demo.process.poll() is None, f"the demo stopped:\n{demo.output()}"
+        time.sleep(0.5)
+    raise AssertionError(f"{what} within {seconds}s; the demo said:\n{demo.output()}")
+
+
+def server_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/accounts/login/", timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def stop(process: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("demo")
+    port = free_port()
+    env = {**os.environ, "DWF_DEMO_PORT": str(port),
+           "DWF_DEMO_DB": str(directory / "demo.sqlite3"), "PYTHONUNBUFFERED": "1"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)  # the tests' settings are not the demo's
+    log = directory / "demo.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen([str(ROOT / "scripts" / "demo")], cwd=ROOT, env=env,
+                                   stdin=subprocess.DEVNULL, stdout=output,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    running = Demo(process, f"http://127.0.0.1:{port}", port, log)
+    try:
+        wait_until(lambda: server_answers(running.url), seconds=START_DEADLINE,
+                   what="the demo's server did not answer", demo=running)
+        yield running
+    finally:
+        if process.poll() is None:  # a test failed before stopping it
+            stop(process, signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                stop(process, signal.SIGKILL)
+                process.wait(timeout=10)
+        for pid in session_processes(process.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_the_demo_prints_where_the_admin_the_wizard_and_the_api_are(demo):
+    output = wait_until(lambda: "Ctrl-C stops it" in demo.output() and demo.output(),
+                        seconds=30, what="the demo did not say where it runs", demo=demo)
+
+    for line in (f"admin:       {demo.url}/admin/", f"wizard:      {demo.url}/wizard/",
+                 f"API:         {demo.url}/api/instances/",
+                 f"Swagger UI:  {demo.url}/api/docs/",
+                 "alice      password: alice-demo"):
+        assert line in output
+
+
+def test_the_swagger_ui_and_the_schema_are_served(demo):
+    with urllib.request.urlopen(demo.url + "/api/docs/", timeout=30) as response:
+        assert response.status == 200
+        assert "swagger" in response.read().decode().lower()
+    status, schema = call(demo, "GET", "/api/schema/?format=json")
+    assert status == 200
+    assert schema["openapi"].startswith("3.")
+
+
+def test_a_demo_customer_walks_the_wizard_through_the_api(demo):
+    status, onboarding = call(demo, "POST", "/api/instances/",
+                              {"workflow": "onboarding", "start": True})
+    assert status == 201, onboarding
+    path = f"/api/instances/{onboarding['id']}/"
+
+    def fill(instance_path, **values):
+        _, current = call(demo, "GET", instance_path)
+        status, saved = call(demo, "PATCH", instance_path + "state/",
+                             {"state": {**current["state"], **values}})
+        assert status == 200, saved
+
+    fill(path, name="Alice", email="not-an-address")
+    status, refused = call(demo, "POST", path + "next/")
+    assert (status, refused["code"]) == (409, "validation_failed")
+    assert call(demo, "GET", path)[1]["errors"] == [
+        "email: Enter an email address such as ann@example.com"]
+    fill(path, email="alice@example.com")
+    assert call(demo, "POST", path + "next/")[1]["current_step"] == "plan"
+    assert call(demo, "POST", path + "skip/")[1]["current_step"] == "identity"
+
+    child = f"/api/instances/{call(demo, 'GET', path)[1]['nested']['id']}/"
+    fill(child, document_type="passport", document_number="C01X00T47")
+    assert call(demo, "POST", path + "next/")[1]["nested"]["current_step"] == "review"
+    status, _ = call(demo, "PATCH", child + "state/", {"state": {"decision": "approved"}})
+    assert status == 403  # the customer may not decide their own review
+    _, review = call(demo, "GET", child, user=OPERATOR)
+    call(demo, "PATCH", child + "state/", {"state": {**review["state"], "decision": "approved"}},
+         user=OPERATOR)
+    assert call(demo, "POST", child + "next/", user=OPERATOR)[1]["status"] == "completed"
+
+    assert call(demo, "GET", path)[1]["current_step"] == "confirm"
+    fill(path, accept_terms=True)
+    status, done = call(demo, "POST", path + "next/")
+    assert (status, done["status"], done["skipped_steps"]) == (200, "completed", ["plan"])
+
+
+def order_numbered(demo: Demo, number: str) -> dict | None:
+    _, page = call(demo, "GET", "/api/instances/?workflow=order-fulfilment&page_size=100",
+                   user=OPERATOR)
+    return next((o for o in page["results"] if o["state"]["order_number"] == number), None)
+
+
+def test_the_worker_runs_the_slow_payment_showing_its_progress(demo):
+    def payment_in_progress():
+        order = order_numbered(demo, "D-1004")
+        payment = order["operations"][0] if order and order["operations"] else None
+        return payment if payment and payment["status"] == "running" and \
+            payment["progress"] else None
+
+    payment = wait_until(payment_in_progress, seconds=60, demo=demo,
+                         what="the slow order's payment showed no progress")
+
+    assert payment["progress"]["message"] == "Waiting for the bank to confirm"
+    assert payment["progress"]["total"] == 40
+
+
+def test_the_worker_finishes_the_rollback_of_a_failed_order(demo):
+    def rolled_back():  # idle again, with its initial state: no order number any more
+        _, page = call(demo, "GET", "/api/instances/?workflow=order-fulfilment&status=idle",
+                       user=OPERATOR)
+        return page["results"][0] if page["results"] else None
+
+    order = wait_until(rolled_back, seconds=60, demo=demo,
+                       what="the failed order was not rolled back")
+
+    _, events = call(demo, "GET", f"/api/instances/{order['id']}/events/?page_size=100",
+                     user=OPERATOR)
+    types = [event["type"] for event in events["results"]]
+    assert types.count("compensate") >= 2  # the refund and the released stock
+    assert types[types.index("rollback"):].count("compensate") == types.count("compensate")
+
+
+def test_ctrl_c_stops_the_server_and_the_worker_and_leaves_no_process(demo):
+    assert len(session_processes(demo.process.pid)) > 2  # the script, runserver, qcluster
+
+    stop(demo.process, signal.SIGINT)
+    demo.process.wait(timeout=30)
+
+    deadline = time.monotonic() + 10  # processes killed a moment ago may still be exiting
+    while (left := session_processes(demo.process.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [command_line(pid) for pid in left] == []
+    assert not server_answers(demo.url)
