@@ -63,10 +63,10 @@ def page(browser, live_server, request):
     context.close()
 
 
-def screenshot(page, name: str) -> Path:
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 
@@ -166,4 +166,4 @@ def test_changelist_and_definitions_pages_render(page):
     page.click("text=Definitions")
     page.wait_for_selector("#dwf-definitions")
     assert page.locator("section.dwf-definition svg.dwf-diagram").count() >= 4
-    screenshot(page, "definitions")
+    screenshot(page, "definitions", full_page=False)  # every registered workflow: a long page
