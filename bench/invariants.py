@@ -1,0 +1,555 @@
+"""What must hold in a django-workflows database, whatever load or faults it went through.
+
+Each check is a function of a :class:`Data` (rows read from the database) and
+returns the list of violations, one sentence each; an empty list means it
+holds. ``bench/load.py`` runs them after every run, and so does the test suite
+(``tests/reliability``). Nothing here imports Django or django_workflows: the
+rows are read with plain SQL through any DB-API connection (psycopg, or
+Django's own ``connection``), so the checks judge the library from outside.
+
+The checks:
+
+``history``
+    Replaying an instance's event log gives its stored snapshot: status,
+    current step, history, completed steps and skipped steps (:func:`replay`).
+``live_work``
+    No operation, branch or compensation is in flight without an attempt
+    that can still finish it; no attempt told to stop is waited for in vain;
+    no attempt is left ``running`` with a dead worker the sweep did not notice.
+``deadlines``
+    No deadline is overdue (the sweep fires them), no running step is past
+    its timeout, no retry delay is over without a retry.
+``payments``
+    The fake payment provider of the example shop holds no duplicated effect:
+    one charge per order at most, a charge refunded at most once and in
+    full, a charge for every order that holds a successful payment and none
+    (left unrefunded) for an order that does not, a refund only for an order
+    whose payment was rolled back.
+``stock``
+    Stock reservations add up to each item's reserved count; a rolled-back
+    order holds no reservation, no booked courier, no shipment.
+``acknowledged``
+    Every write a client saw succeed is there: each instance it was told
+    about exists, at least at the revision it was shown.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+# Event types the replay knows; anything else is reported.
+KNOWN_EVENTS = frozenset({
+    "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
+    "cancel", "rollback", "compensate", "complete", "error", "state-update",
+    "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
+    "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
+})
+IN_FLIGHT = frozenset({"queued", "running", "retrying"})
+LIVE_ATTEMPT = frozenset({"queued", "running"})
+SETTLED = frozenset({"idle", "completed", "cancelled", "failed", "blocked"})
+FINAL = frozenset({"idle", "completed"})  # nothing left for an operator to decide
+
+# Steps a definition skips without an event, because their ``when`` said no
+# (docs/rules.md: "recorded in skipped_steps (no event, not in the history)").
+# The replay cannot see those; it accepts them for these steps only.
+EXAMPLE_CONDITIONAL_STEPS: dict[str, frozenset[str]] = {"onboarding": frozenset({"plan"})}
+
+ORDER_WORKFLOW = "order-fulfilment"
+CHARGE_OPERATION = "charge-card"
+
+
+# -- reading the rows ----------------------------------------------------------------------
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _id(value: Any) -> str | None:
+    """An instance id as the API writes it (SQLite keeps UUIDs as 32 hex digits)."""
+    if value is None or value == "":
+        return None
+    return str(value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)))
+
+
+def _time(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+@dataclass
+class Limits:
+    """How long the background machinery may take before something counts as stuck."""
+
+    heartbeat_timeout: float = 60.0  # DJANGO_WORKFLOWS["HEARTBEAT_TIMEOUT"]
+    sweep_interval: float = 5.0  # how often the sweep runs
+    slack: float = 10.0  # on top: a busy machine, a sweep that skipped a locked row
+
+    @property
+    def overdue(self) -> timedelta:
+        return timedelta(seconds=2 * self.sweep_interval + self.slack)
+
+    @property
+    def silent(self) -> timedelta:
+        return timedelta(seconds=self.heartbeat_timeout + 2 * self.sweep_interval + self.slack)
+
+
+@dataclass
+class Data:
+    now: datetime
+    instances: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    attempts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    deadlines: list[dict[str, Any]] = field(default_factory=list)
+    charges: list[dict[str, Any]] | None = None  # None: the example shop is not installed
+    refunds: list[dict[str, Any]] = field(default_factory=list)
+    stock: list[dict[str, Any]] = field(default_factory=list)
+    reservations: list[dict[str, Any]] = field(default_factory=list)
+    bookings: list[dict[str, Any]] = field(default_factory=list)
+    shipments: list[dict[str, Any]] = field(default_factory=list)
+
+    def attempts_of(self, instance_id: str) -> list[dict[str, Any]]:
+        if not hasattr(self, "_by_instance"):
+            grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for attempt in self.attempts.values():
+                grouped[attempt["instance_id"]].append(attempt)
+            self._by_instance = grouped
+        return self._by_instance.get(instance_id, [])
+
+
+def _rows(cursor: Any, sql: str) -> list[dict[str, Any]]:
+    cursor.execute(sql)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _tables(cursor: Any) -> set[str]:
+    try:
+        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    except Exception:  # SQLite
+        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    return {row[0] for row in cursor.fetchall()}
+
+
+def load(connection: Any, now: datetime | None = None) -> Data:
+    """Read what the checks need through a DB-API ``connection`` (no Django needed).
+
+    Constant SQL only: nothing is built from values.
+    """
+    with connection.cursor() as cursor:
+        tables = _tables(cursor)
+        data = Data(now=now or datetime.now(UTC))
+        for row in _rows(cursor, "SELECT id, workflow, version, status, current_step, snapshot, "
+                                 "state, parent_id, parent_step, revision "
+                                 "FROM django_workflows_workflowinstance"):
+            row["id"] = _id(row["id"])
+            row["parent_id"] = _id(row["parent_id"])
+            row["snapshot"] = _json(row["snapshot"]) or {}
+            row["state"] = _json(row["state"]) or {}
+            data.instances[row["id"]] = row
+        events: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in _rows(cursor, "SELECT instance_id, sequence, type, step, data, error "
+                                 "FROM django_workflows_workflowevent "
+                                 "ORDER BY instance_id, sequence"):
+            row["instance_id"] = _id(row["instance_id"])
+            row["data"] = _json(row["data"]) or {}
+            row["error"] = _json(row["error"])
+            events[row["instance_id"]].append(row)
+        data.events = dict(events)
+        for row in _rows(cursor, "SELECT token, instance_id, kind, target, status, stop_reason, "
+                                 "enqueued_at, heartbeat_at, finished_at "
+                                 "FROM django_workflows_attempt"):
+            row["instance_id"] = _id(row["instance_id"])
+            for name in ("enqueued_at", "heartbeat_at", "finished_at"):
+                row[name] = _time(row[name])
+            data.attempts[row["token"]] = row
+        for row in _rows(cursor, "SELECT instance_id, kind, token, due_at "
+                                 "FROM django_workflows_deadline"):
+            row["instance_id"] = _id(row["instance_id"])
+            row["due_at"] = _time(row["due_at"])
+            data.deadlines.append(row)
+        if "shop_charge" in tables:
+            data.charges = _rows(cursor, "SELECT id, reference, amount_cents, payment_method, "
+                                         "status FROM shop_charge")
+            data.refunds = _rows(cursor, "SELECT id, charge_id, amount_cents FROM shop_refund")
+            data.stock = _rows(cursor, "SELECT sku, on_hand, reserved FROM shop_stockitem")
+            data.reservations = _rows(cursor, "SELECT \"order\", item_id, quantity "
+                                              "FROM shop_stockreservation")
+            data.bookings = _rows(cursor, "SELECT \"order\", status FROM shop_courierbooking")
+            data.shipments = _rows(cursor, "SELECT \"order\", status FROM shop_shipment")
+    return data
+
+
+# -- replaying the event log ----------------------------------------------------------------
+
+
+@dataclass
+class Replayed:
+    status: str = "idle"
+    current_step: str | None = None
+    history: list[str] = field(default_factory=list)
+    completed_steps: list[str] = field(default_factory=list)
+    skipped_steps: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _add(items: list[str], item: str | None) -> None:
+    if item is not None and item not in items:
+        items.append(item)
+
+
+def replay(events: Iterable[Mapping[str, Any]]) -> Replayed:
+    """Where an instance stands according to its event log alone.
+
+    The rules, from the engine's commands (docs/rules.md):
+
+    * ``start``, ``retry``: running.
+    * ``step-enter``: running; the step becomes current and is appended to the history.
+    * ``step-leave``: the step is completed once the next step is entered or the
+      workflow completes (a transition guard that raises fails it first).
+    * ``validate``: blocked with errors, running without.
+    * ``skip``: running; the step is recorded skipped.
+    * ``back``: running; the history's last entry goes, the event's step becomes
+      current and is no longer completed.
+    * ``state-update``: a blocked instance runs again.
+    * ``operation-blocked``: blocked.
+    * ``error``: failed, except a compensation's (``data.item``), which leaves the
+      instance rolling back.
+    * ``cancel``: cancelled; ``complete``: completed.
+    * ``rollback``: rolling back (``phase`` started/resumed); ``finished``: idle
+      with no step, no history, nothing completed or skipped.
+    * ``resume``, ``compensate`` and the other ``operation-*`` events change none of these.
+    """
+    r = Replayed()
+    leaving: str | None = None  # a step-leave waiting for the move that completes it
+    previous_sequence = 0
+    for event in events:
+        kind, step, data = event["type"], event.get("step") or None, event.get("data") or {}
+        sequence = event.get("sequence")
+        if sequence is not None:
+            if sequence != previous_sequence + 1:
+                r.problems.append(f"event #{sequence} follows #{previous_sequence}")
+            previous_sequence = sequence
+        if kind in ("step-enter", "complete") and leaving is not None:
+            _add(r.completed_steps, leaving)
+            leaving = None
+        if kind == "start" or kind == "retry":
+            r.status = "running"
+        elif kind == "step-enter":
+            r.status, r.current_step = "running", step
+            r.history.append(step or "")
+        elif kind == "step-leave":
+            leaving = step
+        elif kind == "validate":
+            r.status = "blocked" if data.get("errors") else "running"
+        elif kind == "skip":
+            r.status = "running"
+            _add(r.skipped_steps, step)
+        elif kind == "back":
+            if len(r.history) < 2 or r.history[-2] != step:
+                r.problems.append(f"back to {step!r} with history {r.history}")
+            r.status, r.current_step = "running", step
+            r.history = r.history[:-1]
+            r.completed_steps = [s for s in r.completed_steps if s != step]
+        elif kind == "state-update":
+            if r.status == "blocked":
+                r.status = "running"
+        elif kind == "operation-blocked":
+            r.status = "blocked"
+        elif kind == "error":
+            leaving = None
+            if "item" not in data:
+                r.status = "failed"
+        elif kind == "cancel":
+            r.status = "cancelled"
+        elif kind == "complete":
+            r.status = "completed"
+        elif kind == "rollback":
+            if data.get("phase") == "finished":
+                r.status, r.current_step = "idle", None
+                r.history, r.completed_steps, r.skipped_steps = [], [], []
+            else:
+                r.status = "rolling-back"
+        elif kind not in KNOWN_EVENTS:
+            r.problems.append(f"unknown event type {kind!r}")
+    return r
+
+
+def check_history(data: Data, conditional_steps: Mapping[str, Iterable[str]] | None = None
+                  ) -> list[str]:
+    """Every instance's event log, replayed, gives its stored snapshot."""
+    conditional = EXAMPLE_CONDITIONAL_STEPS if conditional_steps is None else conditional_steps
+    violations = []
+    for instance_id, row in data.instances.items():
+        r = replay(data.events.get(instance_id, ()))
+        snapshot = row["snapshot"]
+        where = f"{row['workflow']} {instance_id}"
+        stored = {
+            "status": row["status"],
+            "current_step": row["current_step"] or None,
+            "history": list(snapshot.get("history") or []),
+            "completed_steps": list(snapshot.get("completed_steps") or []),
+        }
+        replayed = {"status": r.status, "current_step": r.current_step, "history": r.history,
+                    "completed_steps": r.completed_steps}
+        for name, value in stored.items():
+            if replayed[name] != value:
+                violations.append(f"{where}: {name} is {value!r}, its events say "
+                                  f"{replayed[name]!r}")
+        skipped = list(snapshot.get("skipped_steps") or [])
+        missing = [s for s in r.skipped_steps if s not in skipped]
+        unevented = [s for s in skipped if s not in r.skipped_steps]
+        allowed = set(conditional.get(row["workflow"], ()))
+        if missing or any(s not in allowed for s in unevented):
+            violations.append(f"{where}: skipped_steps is {skipped!r}, its events say "
+                              f"{r.skipped_steps!r}")
+        violations.extend(f"{where}: {problem}" for problem in r.problems)
+    return violations
+
+
+# -- background work ---------------------------------------------------------------------
+
+
+def _live(attempt: Mapping[str, Any] | None, data: Data, limits: Limits) -> bool:
+    """An attempt that may still report: queued, or running with a recent heartbeat."""
+    if attempt is None or attempt["status"] not in LIVE_ATTEMPT:
+        return False
+    if attempt["status"] == "queued":
+        return True
+    beat = attempt["heartbeat_at"]
+    return beat is not None and data.now - beat <= limits.silent
+
+
+def check_live_work(data: Data, limits: Limits) -> list[str]:
+    """Nothing in flight without a live attempt; nothing running that nobody watches."""
+    violations = []
+    due_tokens = {(d["token"], d["kind"]) for d in data.deadlines}
+    for instance_id, row in data.instances.items():
+        snapshot, where = row["snapshot"], f"{row['workflow']} {instance_id}"
+        stopping = snapshot.get("stopping") or []
+        resuming = {s.get("target") for s in stopping if s.get("resume")}
+        for op in snapshot.get("operations") or []:
+            status, token = op.get("status"), op.get("token")
+            if status in IN_FLIGHT and not _live(data.attempts.get(token or ""), data, limits):
+                attempt = data.attempts.get(token or "")
+                violations.append(f"{where}: operation {op.get('id')} is {status} but its "
+                                  f"attempt is {attempt['status'] if attempt else 'missing'}")
+            if status == "waiting" and (token, "retry") not in due_tokens \
+                    and op.get("id") not in resuming:
+                violations.append(f"{where}: operation {op.get('id')} waits for a retry that "
+                                  "nothing will start (no deadline, no stopping attempt)")
+        for branch in snapshot.get("parallel") or []:
+            if branch.get("status") == "running" and not _live(
+                    data.attempts.get(branch.get("token") or ""), data, limits):
+                violations.append(f"{where}: branch {branch.get('step')}:{branch.get('id')} "
+                                  "runs without a live attempt")
+        plan = snapshot.get("rollback") or {}
+        for item in plan.get("items") or []:
+            if item.get("status") == "running" and item.get("kind") != "nested" and not _live(
+                    data.attempts.get(item.get("token") or ""), data, limits):
+                violations.append(f"{where}: compensation {item.get('kind')}:"
+                                  f"{item.get('target')} runs without a live attempt")
+        for entry in stopping:
+            attempt = data.attempts.get(entry.get("token") or "")
+            if attempt is None or attempt["status"] != "running":
+                violations.append(f"{where}: waits for attempt {entry.get('token')} to stop, "
+                                  f"but it is {attempt['status'] if attempt else 'missing'}")
+    for token, attempt in data.attempts.items():
+        beat = attempt["heartbeat_at"]
+        if attempt["status"] == "running" and (beat is None or data.now - beat > limits.silent):
+            violations.append(f"attempt {token} ({attempt['kind']} {attempt['target']}) is "
+                              "running with no heartbeat, and the sweep did not interrupt it")
+    return violations
+
+
+def check_deadlines(data: Data, limits: Limits) -> list[str]:
+    """No deadline left unfired, no step past its timeout, no retry delay over unnoticed."""
+    violations = []
+    for deadline in data.deadlines:
+        late = data.now - deadline["due_at"]
+        if late > limits.overdue and deadline["instance_id"] in data.instances:
+            row = data.instances[deadline["instance_id"]]
+            violations.append(f"{row['workflow']} {deadline['instance_id']}: {deadline['kind']} "
+                              f"deadline overdue by {late.total_seconds():.0f}s")
+    slack = limits.overdue.total_seconds()
+    now = data.now.timestamp()
+    for instance_id, row in data.instances.items():
+        snapshot, where = row["snapshot"], f"{row['workflow']} {instance_id}"
+        run = snapshot.get("step_run") or {}
+        if row["status"] == "running" and run.get("deadline") and now - run["deadline"] > slack:
+            violations.append(f"{where}: step {run.get('step')} is {now - run['deadline']:.0f}s "
+                              "past its timeout and still running")
+        for op in snapshot.get("operations") or []:
+            retry_at = op.get("retry_at")
+            if op.get("status") == "waiting" and retry_at and now - retry_at > slack:
+                violations.append(f"{where}: operation {op.get('id')} should have been retried "
+                                  f"{now - retry_at:.0f}s ago")
+    return violations
+
+
+# -- the example shop's outside effects -------------------------------------------------------
+
+
+def _settled(data: Data, instance_id: str) -> bool:
+    row = data.instances[instance_id]
+    return row["status"] in SETTLED and not any(
+        a["status"] in LIVE_ATTEMPT for a in data.attempts_of(instance_id))
+
+
+def _rolled_back_payment(data: Data, instance_id: str) -> bool:
+    return any(e["type"] == "compensate" and e["data"].get("item")
+               == f"operation:{CHARGE_OPERATION}" for e in data.events.get(instance_id, ()))
+
+
+def _rolled_back(data: Data, instance_id: str) -> bool:
+    events = data.events.get(instance_id, ())
+    return bool(events) and data.instances[instance_id]["status"] == "idle" and any(
+        e["type"] == "rollback" and e["data"].get("phase") == "finished" for e in events)
+
+
+def check_payments(data: Data) -> list[str]:
+    """Charges match successful payments; refunds match rolled-back payments."""
+    if data.charges is None:
+        return []
+    violations = []
+    refunds_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for refund in data.refunds:
+        refunds_of[refund["charge_id"]].append(refund)
+    charges_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for charge in data.charges:
+        charges_of[_id(charge["reference"]) or ""].append(charge)
+        refunds = refunds_of.get(charge["id"], [])
+        if len(refunds) > 1:
+            violations.append(f"charge {charge['id']} refunded {len(refunds)} times")
+        for refund in refunds:
+            if refund["amount_cents"] != charge["amount_cents"]:
+                violations.append(f"refund {refund['id']} of {refund['amount_cents']} for "
+                                  f"charge {charge['id']} of {charge['amount_cents']}")
+    for reference, charges in charges_of.items():
+        money = [c for c in charges if c["status"] != "declined"]
+        row = data.instances.get(reference)
+        if len(money) > 1:
+            violations.append(f"order {reference} charged {len(money)} times: "
+                              f"{sorted(c['id'] for c in money)}")
+        if row is None:
+            if any(c["id"] not in refunds_of for c in money):
+                violations.append(f"charge for order {reference}, which does not exist")
+            continue
+        refunded = [c["id"] for c in charges if c["id"] in refunds_of]
+        if refunded and not _rolled_back_payment(data, reference):
+            violations.append(f"order {reference}: refunds {refunded} but its payment was never "
+                              "rolled back")
+    for instance_id, row in data.instances.items():
+        if row["workflow"] != ORDER_WORKFLOW:
+            continue
+        op = next((o for o in row["snapshot"].get("operations") or []
+                   if o.get("id") == CHARGE_OPERATION), None)
+        paid = op is not None and op.get("status") == "succeeded"
+        kept = [c for c in charges_of.get(instance_id, [])
+                if c["status"] != "declined" and c["id"] not in refunds_of]
+        if paid:
+            charge_id = (op.get("result") or {}).get("charge")
+            if [c["id"] for c in kept] != [charge_id]:
+                violations.append(f"order {instance_id}: paid with charge {charge_id}, but the "
+                                  f"provider keeps {[c['id'] for c in kept]}")
+        elif kept and row["status"] in FINAL and _settled(data, instance_id):
+            # A failed, blocked or cancelled order may hold a charge until someone retries
+            # it (the charge is found again) or rolls it back (refunded): not yet final.
+            violations.append(f"order {instance_id} ({row['status']}) holds no successful "
+                              f"payment, but was charged: {[c['id'] for c in kept]}")
+    return violations
+
+
+def check_stock(data: Data) -> list[str]:
+    """Reservations add up; a rolled-back order holds nothing."""
+    if data.charges is None:
+        return []
+    violations = []
+    reserved: Counter[str] = Counter()
+    for reservation in data.reservations:
+        reserved[reservation["item_id"]] += reservation["quantity"]
+    for item in data.stock:
+        if item["reserved"] != reserved[item["sku"]]:
+            violations.append(f"stock {item['sku']}: reserved {item['reserved']}, reservations "
+                              f"add up to {reserved[item['sku']]}")
+        if item["reserved"] > item["on_hand"]:
+            violations.append(f"stock {item['sku']}: {item['reserved']} reserved of "
+                              f"{item['on_hand']} on hand")
+    held: dict[str, list[str]] = defaultdict(list)
+    for reservation in data.reservations:
+        held[_id(reservation["order"]) or ""].append(f"stock {reservation['item_id']}")
+    for booking in data.bookings:
+        if booking["status"] == "booked":
+            held[_id(booking["order"]) or ""].append("a courier")
+    for shipment in data.shipments:
+        if shipment["status"] == "shipped":
+            held[_id(shipment["order"]) or ""].append("a shipment")
+    for instance_id, things in held.items():
+        if instance_id in data.instances and _rolled_back(data, instance_id) \
+                and _settled(data, instance_id):
+            violations.append(f"order {instance_id} was rolled back but still holds "
+                              f"{', '.join(things)}")
+    return violations
+
+
+def check_acknowledged(data: Data, seen: Mapping[str, int]) -> list[str]:
+    """Each instance a client was told about exists, at least at the revision it saw."""
+    violations = []
+    for instance_id, revision in seen.items():
+        row = data.instances.get(_id(instance_id) or "")
+        if row is None:
+            violations.append(f"instance {instance_id} was acknowledged to a client (revision "
+                              f"{revision}) and is gone")
+        elif row["revision"] < revision:
+            violations.append(f"instance {instance_id} is at revision {row['revision']}, a "
+                              f"client was shown {revision}")
+    return violations
+
+
+# -- all together ----------------------------------------------------------------------------
+
+def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = None,
+              conditional_steps: Mapping[str, Iterable[str]] | None = None
+              ) -> dict[str, list[str]]:
+    """Every check's violations by name (an empty list: it holds)."""
+    results = {
+        "history": check_history(data, conditional_steps),
+        "live_work": check_live_work(data, limits),
+        "deadlines": check_deadlines(data, limits),
+        "payments": check_payments(data),
+        "stock": check_stock(data),
+    }
+    if seen is not None:
+        results["acknowledged"] = check_acknowledged(data, seen)
+    return results
+
+
+def unsettled(data: Data) -> list[str]:
+    """Root instances still moving on their own (work in flight, or rolling back)."""
+    return [i for i, row in data.instances.items()
+            if row["parent_id"] is None and not _settled(data, i)
+            and (row["status"] in ("running", "rolling-back") and (
+                any(a["status"] in LIVE_ATTEMPT for a in data.attempts_of(i))
+                or any(o.get("status") in (*IN_FLIGHT, "waiting")
+                       for o in row["snapshot"].get("operations") or [])
+                or row["status"] == "rolling-back"))]
+
+
+def summary(data: Data) -> dict[str, Any]:
+    by_status: Counter[str] = Counter()
+    for row in data.instances.values():
+        by_status[f"{row['workflow']}/{row['status']}"] += 1
+    attempts: Counter[str] = Counter(a["status"] for a in data.attempts.values())
+    return {"instances": len(data.instances),
+            "events": sum(len(e) for e in data.events.values()),
+            "by_status": dict(sorted(by_status.items())), "attempts": dict(attempts),
+            "charges": len(data.charges or []), "refunds": len(data.refunds)}
