@@ -210,7 +210,8 @@ def test_the_worker_runs_the_slow_payment_showing_its_progress(demo):
     def payment_in_progress():
         order = order_numbered(demo, "D-1004")
         payment = order["operations"][0] if order and order["operations"] else None
-        return payment if payment and payment["status"] == "running" and \
+        # "retrying" when the provider's random failures made it try again
+        return payment if payment and payment["status"] in ("running", "retrying") and \
             payment["progress"] else None
 
     payment = wait_until(payment_in_progress, seconds=60, demo=demo,
