@@ -26,16 +26,20 @@ from ..models import Status, WorkflowInstance
 
 
 class UTCDateTimeField(IsoDateTimeField):
-    """An ISO 8601 time that also exists in UTC (0001-01-01T00:00+05:00 does not)."""
+    """An ISO 8601 time, given to the database in UTC.
+
+    Any offset is accepted (PostgreSQL refuses those beyond about 16 hours), and
+    a time that does not exist in UTC (0001-01-01T00:00+05:00) answers 400.
+    """
 
     def to_python(self, value: Any) -> datetime | None:
         result = super().to_python(value)
-        if result is not None:
-            try:
-                result.astimezone(UTC)
-            except OverflowError:
-                raise forms.ValidationError("This time is out of range.", "invalid") from None
-        return result
+        if result is None:
+            return None
+        try:
+            return result.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError("This time is out of range.", "invalid") from None
 
 
 class UTCDateTimeRangeField(RangeField):

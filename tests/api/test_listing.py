@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -72,6 +72,17 @@ def test_filter_by_creation_time(api, make_instance):
 
     assert ids(api.get("/api/instances/", {"created_after": since})) == as_ids(new)
     assert ids(api.get("/api/instances/", {"created_before": since})) == as_ids(old)
+
+
+def test_filter_times_may_have_any_utc_offset(api, make_instance):
+    instance = make_instance()
+    WorkflowInstance.objects.filter(pk=instance.pk).update(
+        created_at=datetime(2030, 1, 1, 12, tzinfo=UTC))
+
+    found = ids(api.get("/api/instances/", {"created_after": "2030-01-02T09:00:00+21:10",
+                                             "created_before": "2030-01-01T12:00:01+00:00"}))
+
+    assert found == as_ids(instance)
 
 
 def test_filter_by_update_time(api, make_instance):
