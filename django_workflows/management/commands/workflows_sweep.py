@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from django.core.management.base import BaseCommand
+from django.db import connections
 
 from ...conf import workflow_settings
 from ...services import sweep
+
+logger = logging.getLogger("django_workflows")
 
 
 class Command(BaseCommand):
@@ -27,10 +31,19 @@ class Command(BaseCommand):
         interval = interval or float(workflow_settings.SWEEP_INTERVAL)
         end = time.monotonic() + duration if duration else None
         while True:
-            report = sweep()
-            if options["verbosity"] >= 1 and (not loop or report.fired or report.interrupted
-                                              or report.redispatched):
-                self.stdout.write(str(report))
+            try:
+                report = sweep()
+            except Exception:
+                if not loop:
+                    raise
+                # A restarted database or broker must not end the loop: the next sweep
+                # (on a new connection) does what this one could not.
+                logger.exception("The sweep failed; trying again in %gs", interval)
+                connections.close_all()
+            else:
+                if options["verbosity"] >= 1 and (not loop or report.fired or report.interrupted
+                                                  or report.redispatched):
+                    self.stdout.write(str(report))
             if not loop or (end is not None and time.monotonic() + interval > end):
                 return
             time.sleep(interval)
