@@ -201,7 +201,7 @@ class Service:
     def _timed(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
                context: Any) -> Any:
         result = execute(sql, params, many, context)
-        if self.locked is None and sql.endswith("FOR UPDATE"):
+        if self.locked is None and "FOR UPDATE" in sql:  # alone, or with others at once
             self.locked = time.perf_counter()
             self.on_commit(self._committed)
         return result
