@@ -62,6 +62,11 @@ def load(definition: Workflow, data: Mapping[str, Any], *, nested: bool = False
     version = data.get("version")
     if version != definition.version:
         what = "Nested workflow" if nested else "Workflow"
+        if isinstance(version, int) and version > definition.version:
+            # Saved by newer code: an older process must not save it back as older.
+            raise MigrationRequired(
+                f'{what} "{definition.id}" was saved under version {version}, newer than '
+                f"this process's version {definition.version}")
         message = f'{what} "{definition.id}" requires a migration from version {version}'
         if definition.migrate is None:
             raise MigrationRequired(message)

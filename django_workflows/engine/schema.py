@@ -40,6 +40,11 @@ def check_schema(schema: Any, what: str) -> None:
                               f"{error.message}") from None
 
 
+def _short(message: str, limit: int = 200) -> str:
+    """jsonschema repeats the offending value in its message; keep it readable."""
+    return message if len(message) <= limit else message[:limit - 1] + "…"
+
+
 def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path)
 
@@ -72,5 +77,5 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
                 found[FieldError(f"{field}.{name}" if field else name,
                                  "This field is required.")] = None
             continue
-        found[FieldError(field, error.message)] = None
+        found[FieldError(field, _short(error.message))] = None
     return list(found)

@@ -88,14 +88,17 @@ def test_migrate_cannot_change_the_callers_data():
     assert data["history"] == ["account"]
 
 
-def test_an_instance_of_a_newer_version_is_passed_to_migrate_too():
+def test_an_instance_saved_by_a_newer_version_is_refused_not_migrated_back():
     newer = persisted(signup_v2(), {"email": ""})
     received = []
 
-    load(wizard("account", "plan", "confirm", id="signup", version=1,
-                migrate=lambda given: received.append(given["version"]) or given), newer)
+    with pytest.raises(MigrationRequired) as raised:
+        load(wizard("account", "plan", "confirm", id="signup", version=1,
+                    migrate=lambda given: received.append(given["version"]) or given), newer)
 
-    assert received == [2]
+    assert str(raised.value) == ('Workflow "signup" was saved under version 2, newer than '
+                                 "this process's version 1")
+    assert received == []
 
 
 def test_without_a_migration_loading_an_older_instance_fails():

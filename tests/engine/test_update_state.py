@@ -248,3 +248,14 @@ def test_an_operation_that_blocked_runs_again_once_the_state_is_given():
     assert snapshot.operation("charge").status == "succeeded"
     assert snapshot.operation("charge").result == {"charged": "4242"}
     assert snapshot.current_step == "done"
+
+
+def test_a_schema_error_about_a_long_value_stays_short():
+    from django_workflows.engine import validate_state
+
+    problems = validate_state({"type": "object", "properties": {"note": {"maxLength": 3}}},
+                              {"note": "x" * 5000})
+
+    assert [p.field for p in problems] == ["note"]
+    assert len(problems[0].message) <= 200
+    assert problems[0].message.endswith("…")
