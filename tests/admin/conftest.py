@@ -11,11 +11,23 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
+from django_workflows import registry
 from tests.factories import UserFactory
 
-from . import workflows  # noqa: F401 - registers the admin tests' workflows
+from . import workflows
 
 CHANGELIST = "admin:django_workflows_workflowinstance_changelist"
+
+
+@pytest.fixture(autouse=True)
+def admin_workflows():
+    """The admin tests' workflows, registered for each test only (other suites never see them)."""
+    added = [w for w in workflows.ALL if registry.find(w.id) is None]
+    for workflow in added:
+        registry.register(workflow, origin="tests.admin.workflows")
+    yield
+    for workflow in added:
+        registry.unregister(workflow.id)
 
 
 def with_permissions(username: str, *codenames: str):

@@ -1,4 +1,4 @@
-"""Workflows the admin tests drive, registered when this package's conftest imports them.
+"""Workflows the admin tests drive; ``tests/admin/conftest.py`` registers them for each test.
 
 * ``admin-fragile``: an import whose download fails the first time it runs for an
   instance and succeeds on a retry; then a manual review and a publish step.
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import time
 
-from django_workflows import Operation, Step, Transition, Workflow, register
-from django_workflows.registry import find
+from django_workflows import Operation, Step, Transition, Workflow
 from tests.testapp.models import Note
 
 
@@ -49,47 +48,46 @@ def _undo(ctx):
     Note.objects.create(text=f"undo {ctx.instance_id}")
 
 
-def _register(workflow: Workflow) -> Workflow:
-    return find(workflow.id) or register(workflow)
-
-
-fragile = _register(Workflow(
+fragile = Workflow(
     id="admin-fragile", version=1, title="Import a feed",
     initial={"feed": "https://feeds.example/items"},
     steps=[Step("fetch", title="Fetch the feed", advance="auto",
                 operations=[Operation("download", title="Download", run=_download)]),
            Step("review", title="Review"), Step("publish", title="Publish")],
     transitions=[Transition("fetch", "review"), Transition("review", "publish")],
-))
+)
 
-slow = _register(Workflow(
+slow = Workflow(
     id="admin-slow", version=1, title="Slow crunch",
     initial={"ticks": 20, "tick": 0.25},
     steps=[Step("crunch", title="Crunch numbers", advance="auto",
                 operations=[Operation("count", title="Count", run=_count)]),
            Step("done")],
     transitions=[Transition("crunch", "done")],
-))
+)
 
-guarded = _register(Workflow(
+guarded = Workflow(
     id="admin-guarded", version=1, title="Guarded by its own rule",
     steps=[Step("one"), Step("two")], transitions=[Transition("one", "two")],
     permission=_not_a_clerk,
-))
+)
 
-undo = _register(Workflow(
+undo = Workflow(
     id="admin-undo", version=1, title="Undone by compensations",
     steps=[Step("draft", compensate=_undo), Step("send", compensate=_undo), Step("sent")],
     transitions=[Transition("draft", "send"), Transition("send", "sent")],
-))
+)
 
 
 def _broken_rule(user, instance, action):
     raise RuntimeError("the rule itself is broken")
 
 
-broken_rule = _register(Workflow(
+broken_rule = Workflow(
     id="admin-broken-rule", version=1, title="With a rule that raises",
     steps=[Step("one"), Step("two")], transitions=[Transition("one", "two")],
     permission=_broken_rule,
-))
+)
+
+
+ALL = (fragile, slow, guarded, undo, broken_rule)
