@@ -70,9 +70,16 @@ def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
     A child no longer attached to its parent (a later step started another
     one) is its own tree.
     """
+    built = statements()
+    one_trip = built.bounded_root is not None
+    # The common case, an instance without a parent, costs one query: where the database
+    # takes several statements at once, the bounded wait comes in the same round trip.
+    root = built.locked_root_within(instance_id, timeout) if one_trip else None
+    if root is not None and not root.nested_id:
+        return [root]
     with bounded_wait(timeout):
-        # The common case, an instance without a parent, costs one query.
-        root = statements().locked(instance_id, root=True)
+        if root is None and not one_trip:
+            root = built.locked(instance_id, root=True)
         if root is None:
             root = _locked(_root_id(instance_id))
         chain = [root]

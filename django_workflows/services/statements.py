@@ -22,6 +22,7 @@ from django.db.models.sql import Query
 from ..models import WorkflowEvent, WorkflowInstance
 
 ATTRIBUTE = "_django_workflows_statements"  # on the connection: its statements
+SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
 MAX_BATCH = 1000
 
@@ -45,6 +46,14 @@ class Statements:
         self.select_root = (f"SELECT {columns} FROM {self.table} "
                             f"WHERE {self.where_pk} AND {parent} IS NULL{lock}")
         self.select = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}{lock}"
+        # PostgreSQL with client-side binding (psycopg 3's default) runs several statements
+        # in one round trip: keep the lock_timeout, set it, lock, put it back.
+        self.bounded_root = (
+            f"SELECT set_config('{SAVED_LOCK_TIMEOUT}', current_setting('lock_timeout'), true); "
+            "SELECT set_config('lock_timeout', %s, true); "
+            f"{self.select_root}; "
+            f"SELECT set_config('lock_timeout', current_setting('{SAVED_LOCK_TIMEOUT}'), true)"
+        ) if _several_statements_at_once(connection) else None
         self.compiler = ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection,
                                                      connection.alias)
         self.converters = self.compiler.get_converters(
@@ -66,7 +75,23 @@ class Statements:
         """The row ``pk`` (only if it has no parent, with ``root``), locked for update."""
         with self.connection.cursor() as cursor:
             cursor.execute(self.select_root if root else self.select, [self.pk_value(pk)])
-            rows: Iterable[Sequence[Any]] = cursor.fetchall()
+            return self._row(cursor.fetchall())
+
+    def locked_root_within(self, pk: Any, seconds: float) -> WorkflowInstance | None:
+        """``locked(pk, root=True)``, waiting at most ``seconds`` for the lock, in one round trip.
+
+        Only where ``bounded_root`` is set (PostgreSQL); the lock_timeout is as it
+        was afterwards, as with :func:`~django_workflows.services.locking.bounded_wait`.
+        """
+        assert self.bounded_root is not None
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.bounded_root, [f"{max(int(seconds * 1000), 1)}ms",
+                                               self.pk_value(pk)])
+            cursor.nextset()
+            cursor.nextset()
+            return self._row(cursor.fetchall())
+
+    def _row(self, rows: Iterable[Sequence[Any]]) -> WorkflowInstance | None:
         if not rows:
             return None
         if self.converters:
@@ -118,6 +143,16 @@ class Statements:
                 event.pk = key
                 event._state.adding = False
                 event._state.db = self.connection.alias
+
+
+def _several_statements_at_once(connection: Any) -> bool:
+    """PostgreSQL through psycopg 3 with client-side binding: several results per execute."""
+    if connection.vendor != "postgresql":
+        return False
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    return is_psycopg3 and connection.settings_dict["OPTIONS"].get(
+        "server_side_binding") is not True
 
 
 def statements(alias: str = DEFAULT_DB_ALIAS) -> Statements:
