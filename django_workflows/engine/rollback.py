@@ -69,7 +69,8 @@ class RollbackMixin(MachineCore):
         for step in reversed(self.definition.steps):
             for branch in reversed(step.parallel):
                 entry = self.snap.branch(step.id, branch.id)
-                if branch.compensate and entry is not None and entry.status == "succeeded":
+                if branch.compensate and entry is not None and (
+                        entry.status == "succeeded" or entry.finished_late):
                     items.append(RollbackItem("branch", branch.id, step=step.id))
         if self.snap.nested is not None:
             items.append(RollbackItem("nested", self.snap.nested.id,

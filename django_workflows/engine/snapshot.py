@@ -71,6 +71,8 @@ class BranchSnapshot:
     error: str | None = None
     token: str | None = None
     claimed: bool = False  # a worker took it: a stop must wait for that worker
+    # Told to stop, it finished anyway: its effects happened, so a rollback compensates it.
+    finished_late: bool = False
 
 
 @dataclass(frozen=True)

@@ -352,10 +352,17 @@ class StepWorkMixin(MachineCore):
 
     def stop_acknowledged(self, stopping: StoppingAttempt, outcome: AttemptOutcome | None
                           ) -> None:
-        """A stopped attempt ended; its result is discarded (a compensation's is kept)."""
+        """A stopped attempt ended; its result is discarded (a compensation's is kept, and a
+        branch that succeeded anyway is marked, so that a rollback compensates it)."""
         self.set(stopping=tuple(s for s in self.snap.stopping if s.token != stopping.token))
         if stopping.kind == "compensation" and outcome is not None and outcome.ok:
             self.compensation_done_late(stopping.target)
+        if stopping.kind == "branch" and outcome is not None and outcome.ok:
+            # Its result is discarded, but what it did happened: a rollback must undo it.
+            self.set(parallel=tuple(replace(b, finished_late=True)
+                                    if f"{b.step}:{b.id}" == stopping.target
+                                    and b.status == "cancelled" else b
+                                    for b in self.snap.parallel))
         if not stopping.resume:
             return
         operation = self.snap.operation(stopping.target)
