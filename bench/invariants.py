@@ -68,7 +68,9 @@ CHARGE_OPERATION = "charge-card"
 
 
 def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str | bytes) else value
+    """A JSON column, read as text (``CAST(... AS TEXT)``: psycopg would decode jsonb
+    itself, Django's cursor would not, and a JSON string is text either way)."""
+    return None if value is None else json.loads(value)
 
 
 def _id(value: Any) -> str | None:
@@ -148,8 +150,9 @@ def load(connection: Any, now: datetime | None = None) -> Data:
     with connection.cursor() as cursor:
         tables = _tables(cursor)
         data = Data(now=now or datetime.now(UTC))
-        for row in _rows(cursor, "SELECT id, workflow, version, status, current_step, snapshot, "
-                                 "state, parent_id, parent_step, revision "
+        for row in _rows(cursor, "SELECT id, workflow, version, status, current_step, "
+                                 "CAST(snapshot AS TEXT) AS snapshot, "
+                                 "CAST(state AS TEXT) AS state, parent_id, parent_step, revision "
                                  "FROM django_workflows_workflowinstance"):
             row["id"] = _id(row["id"])
             row["parent_id"] = _id(row["parent_id"])
@@ -157,7 +160,8 @@ def load(connection: Any, now: datetime | None = None) -> Data:
             row["state"] = _json(row["state"]) or {}
             data.instances[row["id"]] = row
         events: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in _rows(cursor, "SELECT instance_id, sequence, type, step, data, error "
+        for row in _rows(cursor, "SELECT instance_id, sequence, type, step, "
+                                 "CAST(data AS TEXT) AS data, CAST(error AS TEXT) AS error "
                                  "FROM django_workflows_workflowevent "
                                  "ORDER BY instance_id, sequence"):
             row["instance_id"] = _id(row["instance_id"])
