@@ -740,7 +740,8 @@ class Run:
             PY, "-m", "gunicorn", "example_project.wsgi:application", "--bind",
             f"127.0.0.1:{self.port}", "--worker-class", "gthread", "--workers",
             str(c.web_processes), "--threads", str(c.web_threads), "--timeout", "120",
-            "--graceful-timeout", "10", "--log-level", "warning"], env, self.logs)
+            "--graceful-timeout", "10", "--keep-alive", "30", "--log-level", "warning"],
+            env, self.logs)
         self.processes["qcluster"] = Process("qcluster", [PY, "manage.py", "qcluster"], env,
                                              self.logs)
         self.processes["sweeper"] = Process("sweeper", [
@@ -976,8 +977,12 @@ class Run:
         windows = self.outage_windows()
         in_outage = [s for s in samples if s.status == 0 or s.status >= 500
                      if any(a <= s.at <= b for a, b in windows)]
-        outside = [s for s in samples if (s.status == 0 or s.status >= 500)
+        # No answer at all (a kept-alive connection the server closed as the request went
+        # out) is the client's retry to make; a 5xx is the server's failure.
+        outside = [s for s in samples if s.status >= 500
                    and not any(a <= s.at <= b for a, b in windows)]
+        no_answer = [s for s in samples if s.status == 0
+                     and not any(a <= s.at <= b for a, b in windows)]
         endpoints = {}
         for name, items in sorted(by_endpoint.items()):
             times = [s.seconds * 1000 for s in items]
@@ -990,6 +995,7 @@ class Run:
                 "endpoints": endpoints,
                 "errors_5xx_in_db_outage": len(in_outage),
                 "errors_5xx_outside_outage": len(outside),
+                "no_answer_outside_outage": len(no_answer),
                 "first_5xx_outside_outage": [asdict(s) for s in outside[:5]],
                 "failed_after_retries": len(self.stats.failed_for_good),
                 "first_failed_after_retries": self.stats.failed_for_good[:5],
@@ -1050,8 +1056,10 @@ def print_report(report: dict[str, Any]) -> None:
         for name, e in http["endpoints"].items():
             statuses = " ".join(f"{k}:{v}" for k, v in sorted(e["statuses"].items()))
             print(f"{name:<10} {e['requests']:>9} {e['p50_ms']:>8} {e['p99_ms']:>8}  {statuses}")
-        print(f"5xx during the database restart: {http['errors_5xx_in_db_outage']} (answered "
-              f"on retry); 5xx otherwise: {http['errors_5xx_outside_outage']}; failed after "
+        print(f"5xx or no answer during the database restart: "
+              f"{http['errors_5xx_in_db_outage']} (answered on retry); 5xx otherwise: "
+              f"{http['errors_5xx_outside_outage']}; no answer otherwise: "
+              f"{http['no_answer_outside_outage']}; failed after "
               f"retries: {http['failed_after_retries']}; cross-user leaks: "
               f"{http['cross_user_leaks']}")
         if http["unexpected_statuses"]:
