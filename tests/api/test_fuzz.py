@@ -1,15 +1,15 @@
 """A property-based fuzz of the API from its own OpenAPI schema (schemathesis).
 
-Every operation of ``/api/schema/`` gets a bounded number of generated
-requests, valid ones and invalid ones, against a live server, signed in as a
+Every operation of ``/api/schema/``, read from a live server, gets a bounded
+number of generated requests, valid ones and invalid ones, signed in as a
 superuser. Most valid requests that name an instance name a real one (in
 several statuses), so the commands reach the engine and not only 404s.
 No answer may be a 5xx or break the schema (status codes, content types,
 bodies, headers); invalid input must be refused with a 4xx. The test prints
 how many requests it made.
 
-``DWF_FUZZ_EXAMPLES`` sets the examples per operation and mode (default 40:
-about 1100 requests, well under a minute).
+``DWF_FUZZ_EXAMPLES`` sets the examples per operation and mode (default 30:
+about 800 requests, under a minute).
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ import pytest
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db(transaction=True),
               pytest.mark.slow]
 
-EXAMPLES = int(os.environ.get("DWF_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("DWF_FUZZ_EXAMPLES", "30"))
+
+# What the fuzz may create. Background work runs inside the live server (the
+# immediate runner), so the workflows made for the real-cluster tests are left
+# out: they sleep for seconds, and one kills its own process on purpose.
+FUZZED_WORKFLOWS = ["wizard", "long-manual", "back-office", "parent", "child-check",
+                    "compensated", "guarded-exit", "restricted", "failing-hook"]
 
 
 def real_instances(owner: Any) -> list[str]:
@@ -44,6 +50,7 @@ def real_instances(owner: Any) -> list[str]:
 
 def test_fuzzing_the_api_from_its_schema_finds_no_server_error(live_server, capsys):
     import hypothesis
+    import requests
     import schemathesis
     from hypothesis import strategies as st
     from schemathesis import GenerationMode
@@ -61,7 +68,10 @@ def test_fuzzing_the_api_from_its_schema_finds_no_server_error(live_server, caps
 
     fuzzer = UserFactory(username="fuzzer", superuser=True)  # password "password"
     instances = real_instances(fuzzer)
-    schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/?format=json")
+    raw = requests.get(f"{live_server.url}/api/schema/?format=json", timeout=30).json()
+    assert set(FUZZED_WORKFLOWS) <= set(raw["components"]["schemas"]["WorkflowEnum"]["enum"])
+    raw["components"]["schemas"]["WorkflowEnum"]["enum"] = FUZZED_WORKFLOWS
+    schema = schemathesis.openapi.from_dict(raw)
     # The test signs every request in itself; no made-up Authorization headers.
     schema.config.generation.update(with_security_parameters=False)
     checks = [not_a_server_error, status_code_conformance, content_type_conformance,
@@ -86,8 +96,10 @@ def test_fuzzing_the_api_from_its_schema_finds_no_server_error(live_server, caps
             key = f"{case.method} {case.path}: {type(error).__name__}"
             failures.setdefault(key, str(error)[:2000])
 
-    operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 15
+    # /api/schema/ is drf-spectacular's own view, not part of the contract.
+    operations = [operation for operation in (r.ok() for r in schema.get_all_operations())
+                  if operation.path != "/api/schema/"]
+    assert len(operations) == 15
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None,
