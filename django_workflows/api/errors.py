@@ -37,6 +37,7 @@ STALE_REVISION = "stale_revision"
 IDEMPOTENCY_CONFLICT = "idempotency_conflict"
 REQUEST_TOO_LARGE = "request_too_large"
 MIGRATION_REQUIRED = "migration_required"
+UNKNOWN_WORKFLOW = "unknown_workflow"
 BUSY = "busy"
 
 
@@ -94,8 +95,10 @@ def _workflow_error(exc: Exception) -> Response | None:
     if isinstance(exc, IdempotencyConflict):
         return Response(error_body(str(exc), IDEMPOTENCY_CONFLICT),
                         status=status.HTTP_422_UNPROCESSABLE_ENTITY)
-    if isinstance(exc, InstanceNotFound | UnknownWorkflow):
+    if isinstance(exc, InstanceNotFound):
         return Response(error_body(str(exc), "not_found"), status=status.HTTP_404_NOT_FOUND)
+    if isinstance(exc, UnknownWorkflow):  # the instance is there; its definition is not
+        return Response(error_body(str(exc), UNKNOWN_WORKFLOW), status=status.HTTP_409_CONFLICT)
     if isinstance(exc, MigrationRequired):
         return Response(error_body(str(exc), MIGRATION_REQUIRED), status=status.HTTP_409_CONFLICT)
     if isinstance(exc, RequestDataTooBig):

@@ -12,6 +12,7 @@ import base64
 
 import pytest
 
+from django_workflows import Step, Transition, Workflow, registry
 from django_workflows.models import WorkflowInstance
 from django_workflows.services import COMMAND_NAMES
 from tests.api.conftest import url
@@ -236,3 +237,21 @@ def test_the_definition_hook_applies_to_superusers_too(client_as):
     instance = WorkflowInstanceFactory(workflow="restricted", started=True)
 
     assert client_as(root).post(url(instance, "skip")).status_code == 403
+
+
+def test_a_definition_hook_that_raises_refuses_with_403(client_as, owner, make_instance):
+    def broken(user, instance, action):
+        if action == "next":
+            raise RuntimeError("the hook is broken")
+        return True
+
+    registry.register(Workflow(id="api-broken-hook", steps=[Step("a"), Step("b")],
+                               transitions=[Transition("a", "b")], permission=broken))
+    try:
+        instance = make_instance(workflow="api-broken-hook", started=True)
+
+        response = client_as(owner).post(url(instance, "next"))
+    finally:
+        registry.unregister("api-broken-hook")
+
+    assert response.status_code == 403

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows import Step, Transition, Workflow, services
+from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
 from tests.api.conftest import url
 
@@ -253,9 +253,7 @@ def test_a_refused_command_changes_nothing(api, make_instance):
 
 @pytest.fixture
 def redefined():
-    """``redefine(v1, v2)``: instances made under v1, then v2 (without migrate) registered."""
-    from django_workflows import registry
-
+    """``redefined(version)`` registers (again) the two-step workflow "api-versioned"."""
     registered: list[str] = []
 
     def redefine(version: int) -> Workflow:
@@ -278,3 +276,13 @@ def test_a_command_on_an_instance_that_needs_a_migration_is_refused_migration_re
 
     assert refusal(api.post(url(instance, "next"))) == "migration_required"
     assert WorkflowInstance.objects.get(pk=instance.pk).revision == instance.revision
+
+
+def test_a_command_on_an_instance_whose_workflow_is_gone_is_refused_unknown_workflow(
+        api, make_instance, redefined):
+    redefined(1)
+    instance = make_instance(workflow="api-versioned", started=True)
+    registry.unregister("api-versioned")
+
+    assert refusal(api.post(url(instance, "next"))) == "unknown_workflow"
+    assert api.get(url(instance)).status_code == 200
