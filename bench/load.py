@@ -25,7 +25,7 @@ An operator thread plays the person on call: it retries failed instances and
 resumes or finishes rollbacks, as the docs tell operators to.
 
 Faults, in the same run: ``kill -9`` of a worker at random intervals (one
-running an attempt when there is one), one restart of PostgreSQL, and (Redis
+running an attempt), one restart of PostgreSQL, and (Redis
 broker) a stop of Redis that loses its queue, then a start. Halfway through,
 ``manage.py workflows_purge`` deletes pre-seeded finished instances while the
 load runs; its cost is the latency of the requests served meanwhile.
@@ -769,12 +769,17 @@ class Run:
         return time.monotonic() - self.stats.started
 
     def kill_worker(self) -> str | None:
+        """``kill -9`` a worker that is running an attempt; None when none is.
+
+        Only busy workers: an idle django-q2 worker waits in the task queue's ``get()``
+        holding the queue's read lock, and killed there it takes the lock with it, so
+        every other worker waits for ever (a cluster restart is the cure). That is
+        multiprocessing's, not this library's, and it is reported in the README.
+        """
         cluster = self.processes["qcluster"]
         workers: list[int] = []
         for sentinel in children_of(cluster.pid):
             workers.extend(children_of(sentinel))
-        if not workers:
-            return None
         busy = []
         with contextlib.suppress(Exception), self.pg.connect(self.database) as conn:
             for (name,) in conn.execute("SELECT worker FROM django_workflows_attempt "
@@ -782,10 +787,12 @@ class Run:
                 pid = int(name.rsplit(":", 1)[-1]) if name else 0
                 if pid in workers:
                     busy.append(pid)
-        victim = self.rng.choice(busy or workers)
+        if not busy:
+            return None
+        victim = self.rng.choice(busy)
         with contextlib.suppress(ProcessLookupError):
             os.kill(victim, signal.SIGKILL)
-        return f"pid {victim} ({'running an attempt' if busy else 'idle'})"
+        return f"pid {victim}, running an attempt"
 
     def inject(self, stop: threading.Event) -> None:
         c = self.config
@@ -811,9 +818,9 @@ class Run:
                 redis_at = None
             elif now >= next_kill:
                 victim = self.kill_worker()
-                if victim:
+                if victim:  # none busy: try again in a moment
                     self.faults.append(Fault("kill-9-worker", self.now(), self.now(), victim))
-                next_kill = now + self.rng.uniform(*c.kill_every)
+                    next_kill = now + self.rng.uniform(*c.kill_every)
             stop.wait(0.2)
 
     # -- purge under load ---------------------------------------------------------------------
