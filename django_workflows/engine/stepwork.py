@@ -207,6 +207,10 @@ class StepWorkMixin(MachineCore):
                 continue
             if operation.status in ("running", "retrying"):
                 self.add_stopping(operation.token, "operation", operation.id, reason)
+                definition = self.definition.find_operation(operation.id)
+                if definition is not None and definition.timeout and operation.token:
+                    # Its attempt deadline would only fire to be dropped as stale.
+                    self.effect(ClearDeadline(self.snap.id, operation.token))
             elif operation.status == "queued" and operation.token:
                 self.effect(StopAttempt(self.snap.id, operation.token, reason))
             elif operation.status == "waiting" and operation.token:

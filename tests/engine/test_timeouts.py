@@ -514,3 +514,13 @@ def test_an_operation_rerun_after_update_state_unblocked_it_gets_a_fresh_step_de
 
     assert x.snapshot(i).status == "failed"
     assert x.snapshot(i).errors == (STEP_TIMEOUT,)
+
+
+def test_cancelling_a_running_attempt_clears_its_attempt_deadline():
+    x, i = started(one_operation(Operation("op", run=lambda c: 1, timeout=30)), autorun=False)
+    x.claim()
+    assert len(x.deadlines) == 1
+
+    x.cancel(i)
+
+    assert x.deadlines == {}
