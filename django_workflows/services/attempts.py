@@ -9,8 +9,7 @@ import logging
 from dataclasses import asdict
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Case, Value, When
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import engine
@@ -59,6 +58,28 @@ def _root_of(instance_id: Any) -> Any:
         current = found[0]
 
 
+def _update_attempt(token: str, values: dict[str, Any], *,
+                    finished_unless_stopped: bool = False) -> None:
+    """``UPDATE`` one attempt's row as ``filter(token=...).update(...)`` would, without
+    building the query each time (the ORM's query building was a fifth of a worker's CPU).
+
+    With ``finished_unless_stopped``, its status becomes finished, or dropped if it
+    was told to stop.
+    """
+    meta, qn = Attempt._meta, connection.ops.quote_name
+    fields = [meta.get_field(name) for name in values]
+    params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
+    assignments = ", ".join(f"{qn(field.column)} = %s" for field in fields)
+    status = (f", {qn(meta.get_field('status').column)} = CASE WHEN "
+              f"{qn(meta.get_field('stop_reason').column)} = %s THEN %s ELSE %s END"
+              if finished_unless_stopped else "")
+    if finished_unless_stopped:
+        params += ["", AttemptStatus.FINISHED.value, AttemptStatus.DROPPED.value]
+    sql = f"UPDATE {qn(meta.db_table)} SET {assignments}{status} WHERE {qn(meta.pk.column)} = %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, token])
+
+
 def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
                   ) -> engine.Work | None:
     """Claim a queued attempt; the work to run, or None when it is stale or taken.
@@ -87,9 +108,9 @@ def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
             logger.info("Attempt %s is stale (%s); not running it", token, outcome.message)
             return None
         now = timezone.now()
-        Attempt.objects.filter(token=token).update(
-            status=AttemptStatus.RUNNING, claimed_at=now, heartbeat_at=now, worker=worker,
-            live_status="running")
+        _update_attempt(token, {"status": AttemptStatus.RUNNING, "claimed_at": now,
+                                "heartbeat_at": now, "worker": worker,
+                                "live_status": "running"})
         definitions = engine.definitions_of(definition, outcome.snapshot, _env(None).resolve)
         return engine.find_work(definitions, outcome.snapshot, token)
 
@@ -113,18 +134,15 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
             return False
         assert applied is not None
         outcome = applied[0]
-        # Told to stop (cancel, timeout): whatever it returned was discarded.
-        status: Any = Value(AttemptStatus.DROPPED)
-        if outcome.moved:
-            status = Case(When(stop_reason="", then=Value(AttemptStatus.FINISHED)),
-                          default=Value(AttemptStatus.DROPPED))
-        values: dict[str, Any] = {"status": status, "finished_at": timezone.now(),
-                                  "live_status": ""}
+        values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
         if result.progress is not None:
             values["progress"] = asdict(result.progress)
         if result.logs:
             values["logs"] = list(result.logs)[-MAX_LOGS:]
-        Attempt.objects.filter(token=token).update(**values)
+        if not outcome.moved:
+            values["status"] = AttemptStatus.DROPPED
+        # Told to stop (cancel, timeout): whatever it returned was discarded.
+        _update_attempt(token, values, finished_unless_stopped=outcome.moved)
     if not outcome.moved:
         logger.warning("Dropped the stale result of attempt %s: %s", token, outcome.message)
     return outcome.moved
