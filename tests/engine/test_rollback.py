@@ -602,3 +602,21 @@ def test_rollback_events_say_when_it_started_and_when_it_finished():
                  if e.type in ("rollback", "compensate")]
     assert rollbacks == [("rollback", "started"), ("compensate", None),
                          ("rollback", "finished")]
+
+
+def test_a_child_cancelled_during_its_parents_rollback_stops_the_parents_rollback():
+    calls = Calls()
+    child = chain(Step("k1", compensate=calls.hook("k1")), Step("k2"), workflow_id="child")
+    wf = chain(Step("first", compensate=calls.hook("first")), Step("nest", nested=child),
+               workflow_id="parent")
+    x, i = started(wf, autorun=False)
+    for _ in range(2):
+        x.next(i)
+    child_id = x.snapshot(i).nested.id
+    x.rollback(i)  # the child's k1 compensation waits for a worker
+
+    x.cancel(child_id)
+
+    assert x.snapshot(i).status == "rolling-back"
+    assert x.snapshot(i).errors == ('Nested workflow "child" was cancelled',)
+    assert calls == []
