@@ -1,0 +1,377 @@
+#!/usr/bin/env python
+"""Background throughput: no-op workflow operations on django-q2 against raw no-op tasks.
+
+    .venv/bin/python bench/operations.py                 # PostgreSQL and Redis at 127.0.0.1
+    .venv/bin/python bench/operations.py --tasks 500 --workers 2 --profile
+
+It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
+drops it at the end; Redis gets a queue of its own. For the ORM broker and
+then for Redis, with the same number of workers:
+
+(a) raw: N no-op django-q2 tasks are enqueued, then a ``qcluster`` subprocess
+    is started; tasks per second while it works through them;
+(b) ours: N instances of ``bench-noop`` (one auto step with one no-op
+    operation) are created and started, which enqueues N attempts through our
+    runner, then a new ``qcluster`` is started; operations per second;
+(c) latency: with that cluster idle, instances are started one at a time at a
+    steady pace; the enqueue-to-start latency of their attempts
+    (``Attempt.claimed_at - enqueued_at``), p50 and p99.
+
+A rate is counted from the finished-task rows django-q2 writes (``save_limit``
+0, the same work for both), between 10 % and 90 % of the tasks, so the
+cluster's start-up does not count; over the same window, the CPU time of the
+cluster's process group per task (read from ``/proc``), which depends less on
+what else the machine does. Raw and ours alternate ``--repeat`` times; the
+best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
+``--profile`` runs the worker's path for our operations in this process
+(time, CPU and queries per operation, then cProfile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings_operations"
+OWN_DATABASE = not os.environ.get("DWF_BENCH_DB")
+if OWN_DATABASE:
+    os.environ["DWF_BENCH_DB"] = f"dwf_bench_ops_{os.getpid()}"
+os.environ.setdefault("DWF_BENCH_QUEUE", f"dwf-bench-{os.getpid()}")
+
+import django  # noqa: E402
+import psycopg  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, connections  # noqa: E402
+from django_q.conf import Conf  # noqa: E402
+from django_q.models import Task  # noqa: E402
+from django_q.tasks import async_task  # noqa: E402
+
+from django_workflows import services  # noqa: E402
+from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance  # noqa: E402
+
+ARTIFACTS = ROOT / "artifacts"
+NOOP_TASK = "bench.opsapp.tasks.noop"
+
+
+# -- the database and the broker ---------------------------------------------------------
+
+
+def admin(sql: str) -> None:
+    db = settings.DATABASES["default"]
+    with psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"],
+                         password=db["PASSWORD"] or None, dbname="postgres",
+                         autocommit=True) as conn:
+        conn.execute(sql)
+
+
+@contextmanager
+def database() -> Iterator[None]:
+    name = settings.DATABASES["default"]["NAME"]
+    if OWN_DATABASE:
+        admin(f'DROP DATABASE IF EXISTS "{name}"')
+        admin(f'CREATE DATABASE "{name}"')
+    try:
+        call_command("migrate", verbosity=0)
+        yield
+    finally:
+        connections.close_all()
+        if OWN_DATABASE:
+            admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def use_broker(broker: str) -> None:
+    """Make this process enqueue where the cluster of ``broker`` dequeues."""
+    Conf.ORM = "default" if broker == "orm" else None
+    Conf.REDIS = settings.REDIS
+    Conf.CLUSTER_NAME = os.environ["DWF_BENCH_QUEUE"]
+
+
+def redis_client():
+    import redis
+
+    return redis.Redis(**settings.REDIS)
+
+
+def clear(broker: str) -> None:
+    """Nothing queued, no task or workflow rows left from the case before."""
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE django_q_ormq, django_q_task, django_workflows_attempt, "
+                       "django_workflows_deadline, django_workflows_workflowevent, "
+                       "django_workflows_workflowinstance CASCADE")
+    if broker == "redis":
+        redis_client().delete(f"django_q:{os.environ['DWF_BENCH_QUEUE']}:q")
+
+
+# -- the cluster -------------------------------------------------------------------------
+
+
+class Cluster:
+    def __init__(self, broker: str, workers: int) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.log_path = ARTIFACTS / f"bench-qcluster-{broker}-{os.getpid()}.log"
+        env = {**os.environ, "DWF_BENCH_BROKER": broker, "DWF_BENCH_WORKERS": str(workers),
+               "PYTHONPATH": str(ROOT)}
+        self._log = self.log_path.open("a")
+        self.popen = subprocess.Popen([sys.executable, "-m", "django", "qcluster"], env=env,
+                                      cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            with suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=15)
+        with suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=5)
+        self._log.close()
+
+    def cpu(self) -> float:
+        """CPU seconds (user and system) of the cluster's processes so far."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with suppress(OSError, ValueError, IndexError):
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == self.popen.pid:  # its process group
+                    total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def check(self) -> None:
+        if self.popen.poll() is not None:
+            raise SystemExit(f"qcluster exited:\n{self.log_path.read_text()[-3000:]}")
+
+
+@contextmanager
+def cluster(broker: str, workers: int) -> Iterator[Cluster]:
+    running = Cluster(broker, workers)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+@dataclass
+class Rate:
+    done: int
+    per_second: float
+    wall: float  # seconds from starting the cluster to the last task done
+    cpu_ms: float = float("nan")  # CPU of the cluster's processes per task, in ms
+
+
+def watch(count: Callable[[], int], total: int, seconds: float, running: Cluster) -> Rate:
+    """Poll ``count`` until ``total`` (or ``seconds``); the rate between 10 % and 90 %."""
+    started = time.monotonic()
+    low, high = max(1, total // 10), max(1, total * 9 // 10)
+    marks: dict[int, tuple[float, int, float]] = {}  # mark: (time, done, cluster CPU)
+    done = 0
+    while done < total and time.monotonic() - started < seconds:
+        running.check()
+        done = count()
+        now = time.monotonic()
+        for mark in (low, high):
+            if done >= mark and mark not in marks:
+                marks[mark] = (now, done, running.cpu())
+        time.sleep(0.02)
+    wall = time.monotonic() - started
+    if low in marks and high in marks and marks[high][1] > marks[low][1]:
+        (t0, n0, c0), (t1, n1, c1) = marks[low], marks[high]
+        return Rate(done, (n1 - n0) / (t1 - t0), wall, (c1 - c0) / (n1 - n0) * 1000)
+    return Rate(done, done / wall if wall else 0.0, wall)
+
+
+def successes(func: str) -> Callable[[], int]:
+    return lambda: Task.objects.filter(func=func, success=True).count()
+
+
+def raw_tasks(broker: str, tasks: int, workers: int, seconds: float) -> Rate:
+    clear(broker)
+    for _ in range(tasks):
+        async_task(NOOP_TASK)
+    with cluster(broker, workers) as running:
+        return watch(successes(NOOP_TASK), tasks, seconds, running)
+
+
+def start_instances(count: int, pace: float | None = None) -> list[str]:
+    ids = []
+    for _ in range(count):
+        ids.append(str(services.create("bench-noop", start=True).pk))
+        if pace:
+            time.sleep(pace)
+    return ids
+
+
+def operations(broker: str, tasks: int, workers: int, seconds: float,
+               latency_samples: int = 0, pace: float = 0.05) -> tuple[Rate, list[float]]:
+    clear(broker)
+    start_instances(tasks)
+    with cluster(broker, workers) as running:
+        rate = watch(successes("django_workflows.tasks.run_attempt"), tasks, seconds, running)
+        finished = Attempt.objects.filter(status=AttemptStatus.FINISHED).count()
+        moved = WorkflowInstance.objects.filter(current_step="done").count()
+        if rate.done == tasks and (finished, moved) != (tasks, tasks):
+            raise SystemExit(f"{tasks} tasks ran but {finished} attempts finished and "
+                             f"{moved} instances moved on")
+        if not latency_samples:
+            return rate, []
+        # Latency: the cluster is idle; start instances one at a time.
+        Attempt.objects.all().delete()
+        ids = start_instances(latency_samples, pace)
+        deadline = time.monotonic() + seconds
+        while Attempt.objects.filter(status=AttemptStatus.FINISHED).count() < len(ids):
+            running.check()
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        waits = [(claimed - enqueued).total_seconds() for claimed, enqueued in
+                 Attempt.objects.filter(claimed_at__isnull=False)
+                 .values_list("claimed_at", "enqueued_at")]
+    return rate, waits
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+# -- profiling the worker's path ---------------------------------------------------------
+
+
+class Recorder:
+    """A runner that only remembers tokens: the profile runs them itself."""
+
+    tokens: list[str] = []
+
+    def enqueue(self, tokens):
+        Recorder.tokens.extend(tokens)
+
+
+def profile(count: int) -> None:
+    from django.test.utils import override_settings
+
+    from django_workflows.worker import run_attempt
+
+    clear("orm")
+    Recorder.tokens = []
+    runner = f"{__name__}.Recorder" if __name__ != "__main__" else "__main__.Recorder"
+    with override_settings(DJANGO_WORKFLOWS={"RUNNER": runner}):
+        start_instances(count)
+    tokens = list(Recorder.tokens)
+    queries = []
+
+    def count_queries(execute, sql, params, many, context):
+        queries.append(sql.split()[0])
+        return execute(sql, params, many, context)
+
+    half = len(tokens) // 2
+    started, cpu = time.perf_counter(), time.process_time()
+    for token in tokens[:half]:  # timed without the profiler
+        run_attempt(token, heartbeat_thread=True)
+    elapsed = (time.perf_counter() - started) / half
+    cpu = (time.process_time() - cpu) / half
+    profiler = cProfile.Profile()
+    with connection.execute_wrapper(count_queries):
+        profiler.enable()
+        for token in tokens[half:]:
+            run_attempt(token, heartbeat_thread=True)
+        profiler.disable()
+    tokens = tokens[half:]
+    kinds = ", ".join(f"{kind} {number / len(tokens):.1f}"
+                      for kind, number in sorted(_tally(queries).items()))
+    print(f"\nThe worker's path in one process: {len(tokens)} operations, "
+          f"{elapsed * 1000:.2f} ms each, of which {cpu * 1000:.2f} ms of this process's CPU, "
+          f"{len(queries) / len(tokens):.1f} queries each ({kinds})")
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(12)
+    stats.sort_stats("cumulative").print_stats("django_workflows", 40)
+
+
+def _tally(items: list[str]) -> dict[str, int]:
+    tally: dict[str, int] = {}
+    for item in items:
+        tally[item] = tally.get(item, 0) + 1
+    return tally
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=1000, help="tasks (operations) per run")
+    parser.add_argument("--workers", type=int, default=2, help="django-q2 workers")
+    parser.add_argument("--seconds", type=float, default=20.0, help="time bound per run")
+    parser.add_argument("--latency-samples", type=int, default=100)
+    parser.add_argument("--pace", type=float, default=0.05,
+                        help="seconds between instances in the latency run")
+    parser.add_argument("--brokers", default="orm,redis")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="runs of each (raw, ours, raw, ours...): the best counts")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile the worker's path in this process")
+    options = parser.parse_args()
+    brokers = options.brokers.split(",")
+    rows = []
+    load = os.getloadavg()[0]
+    with database():
+        for broker in brokers:
+            use_broker(broker)
+            raws, ours, waits = [], [], []
+            for run in range(options.repeat):
+                raws.append(raw_tasks(broker, options.tasks, options.workers, options.seconds))
+                last = run == options.repeat - 1
+                rate, waits = operations(broker, options.tasks, options.workers,
+                                         options.seconds,
+                                         options.latency_samples if last else 0, options.pace)
+                ours.append(rate)
+                print(f"{broker} run {run + 1}: raw {raws[-1].per_second:.0f} tasks/s "
+                      f"({raws[-1].cpu_ms:.1f} ms CPU each), ours {rate.per_second:.0f} "
+                      f"operations/s ({rate.cpu_ms:.1f} ms CPU each)", flush=True)
+            rows.append((broker, raws, ours, waits))
+        if options.profile:
+            use_broker("orm")
+            profile(min(options.tasks, 300))
+    print(f"\n{options.workers} workers, {options.tasks} tasks per run, best of "
+          f"{options.repeat} runs each, PostgreSQL {connection.pg_version // 10000}, persistent "
+          f"connections, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after\n")
+    print("| broker | raw no-op tasks/s | no-op operations/s | ratio | cluster CPU per task, "
+          "raw / ours | enqueue-to-start p50 | p99 |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for broker, raws, ours, waits in rows:
+        raw, our = max(r.per_second for r in raws), max(r.per_second for r in ours)
+        ratio = our / raw if raw else float("nan")
+        raw_cpu, our_cpu = min(r.cpu_ms for r in raws), min(r.cpu_ms for r in ours)
+        short = [r.done for r in (*raws, *ours) if r.done < options.tasks]
+        note = f" (bounded: a run did only {min(short)})" if short else ""
+        print(f"| {broker} | {raw:.0f} | {our:.0f} | {ratio:.2f} | {raw_cpu:.1f} / "
+              f"{our_cpu:.1f} ms | {percentile(waits, 0.5) * 1000:.0f} ms | "
+              f"{percentile(waits, 0.99) * 1000:.0f} ms |{note}")
+    for broker, _raws, _ours, waits in rows:
+        if waits:
+            print(f"{broker}: {len(waits)} latency samples, mean "
+                  f"{statistics.mean(waits) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
