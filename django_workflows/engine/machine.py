@@ -194,9 +194,10 @@ class MachineCore:
                 raise HookFailed(message)
             if step.when is not None and not self.run_hook(step.when, self.context(key),
                                                            step=key):
-                # Unavailable: recorded as skipped, no event, never in the history.
+                # Unavailable: recorded as skipped, never in the history.
                 self.set(completed_steps=completed,
                          skipped_steps=add_unique(self.snap.skipped_steps, key))
+                self.emit("skip", step=key, unavailable=True)
                 following = self.next_step_from(key)
                 if following is None:
                     self.complete()

@@ -74,13 +74,14 @@ def test_an_unavailable_step_never_enters_the_history():
     assert x.snapshot(instance).history == ("account", "done")
 
 
-def test_an_unavailable_step_emits_no_event():
+def test_an_unavailable_step_emits_a_skip_event_marked_unavailable():
     x, instance = started(chain(Step("account"), Step("plan", when=never), Step("done")))
 
     outcome = x.next(instance)
 
-    assert "plan" not in [event.step for event in outcome.events]
-    assert "skip" not in kinds(x.events_of(instance))
+    skips = [(e.step, dict(e.data)) for e in outcome.events if e.type == "skip"]
+    assert skips == [("plan", {"unavailable": True})]
+    assert kinds(outcome.events) == ["validate", "step-leave", "skip", "step-enter"]
 
 
 def test_an_unavailable_step_is_not_completed():
