@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,14 @@ SETTINGS_ADDITION = "(add to your settings)"
 
 def code_blocks(page: Path) -> list[tuple[str, str]]:
     return BLOCK.findall(page.read_text())
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 class Project:
@@ -51,13 +60,15 @@ class Project:
             stderr=subprocess.STDOUT, start_new_session=True))
 
     def stop(self) -> None:
+        """Stop every background process group, its children included."""
         for process in self.background:
             os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+            deadline = time.monotonic() + 15
+            while _group_alive(process.pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            if _group_alive(process.pid):  # a worker still shutting down: no orphan left
                 os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+            process.wait(timeout=10)
 
     def write(self, name: str, text: str) -> None:
         if name in ("settings.py", "urls.py"):
