@@ -457,7 +457,10 @@ class Scenarios:
 
     def order(self) -> None:
         self.number += 1
-        card = "pm_card_declined" if self.rng.random() < 0.1 else "pm_card_ok"
+        roll = self.rng.random()
+        # Declined cards get fixed by a state update; slow ones give the kills a target.
+        card = ("pm_card_declined" if roll < 0.1 else "pm_card_slow" if roll < 0.25
+                else "pm_card_ok")
         state = order_state(self.rng, self.number, card)
         data = self.c.create("order-fulfilment", state)
         if data is None:
@@ -683,7 +686,7 @@ class Run:
                # The fake provider: some requests fail (retried), some answers are lost
                # (the retry must find the first charge), the bank confirms in 0.5 s.
                "SHOP_PAYMENT_FAILURE_RATE": "0.2", "SHOP_PAYMENT_LOST_RESPONSE_RATE": "0.05",
-               "SHOP_PAYMENT_LATENCY": "0.5"}
+               "SHOP_PAYMENT_LATENCY": "0.5", "SHOP_PAYMENT_SLOW_LATENCY": "5"}
         if self.redis is not None:
             env["DWF_DEMO_REDIS_URL"] = self.redis.url
         for name in ("DATABASE_URL", "DWF_DEMO_DB"):
@@ -781,9 +784,13 @@ class Run:
         for sentinel in children_of(cluster.pid):
             workers.extend(children_of(sentinel))
         busy = []
+        # Running for over a second with a fresh heartbeat: a slow charge (pm_card_slow,
+        # seconds left), not one about to finish, nor a row whose finish a restart lost.
         with contextlib.suppress(Exception), self.pg.connect(self.database) as conn:
-            for (name,) in conn.execute("SELECT worker FROM django_workflows_attempt "
-                                        "WHERE status = 'running'"):
+            for (name,) in conn.execute(
+                    "SELECT worker FROM django_workflows_attempt WHERE status = 'running' "
+                    "AND claimed_at < now() - interval '1 second' "
+                    "AND heartbeat_at > now() - interval '1.5 seconds'"):
                 pid = int(name.rsplit(":", 1)[-1]) if name else 0
                 if pid in workers:
                     busy.append(pid)

@@ -38,6 +38,8 @@ class DatabaseSink:
         self.threaded = threaded
         self.interval = float(workflow_settings.PROGRESS_INTERVAL)
         self.heartbeat_every = float(workflow_settings.HEARTBEAT_INTERVAL)
+        # The thread wakes for whichever comes first: a progress write or a heartbeat.
+        self.tick = min(self.interval, self.heartbeat_every)
         self._lock = threading.Lock()
         self._status: str | None = None
         self._progress: engine.Progress | None = None
@@ -58,7 +60,7 @@ class DatabaseSink:
         time.sleep(seconds)
 
     def stop_reason(self) -> str | None:
-        if not self.threaded and time.monotonic() - self._last_check >= self.interval:
+        if not self.threaded and time.monotonic() - self._last_check >= self.tick:
             self._write(force=False)
         return self._reason
 
@@ -80,7 +82,7 @@ class DatabaseSink:
     def _write(self, *, force: bool) -> None:
         """One UPDATE (heartbeat, progress, logs) or one SELECT of the stop flag."""
         now = time.monotonic()
-        if not force and now - max(self._last_write, self._last_check) < self.interval:
+        if not force and now - max(self._last_write, self._last_check) < self.tick:
             return
         with self._lock:
             dirty, self._dirty = self._dirty, False
@@ -100,7 +102,7 @@ class DatabaseSink:
 
     def _beat(self) -> None:
         try:
-            while not self._done.wait(self.interval):
+            while not self._done.wait(self.tick):
                 try:
                     self._write(force=False)
                 except Exception:  # a lost connection must not kill the heartbeat

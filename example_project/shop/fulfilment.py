@@ -109,14 +109,22 @@ def charge_payment(ctx: OperationContext) -> dict[str, Any]:
 
 
 def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None:
-    # Without a result (the last attempt failed) a charge may still have been made
-    # by an earlier attempt whose answer was lost: ask the provider.
+    # Without a result (the last attempt failed, was cancelled, or its worker died) a
+    # charge may still have been made, its answer lost: ask the provider. A charge the
+    # bank has not confirmed yet cannot be refunded: wait for it first.
     if result:
         charge_ids = [result["charge"]]
     else:
         charge_ids = [c.id for c in payments.charges_for(ctx.instance_id)
-                      if payments.retrieve_charge(c.id).status == Charge.SUCCEEDED]
+                      if c.status != Charge.DECLINED]
     for charge_id in charge_ids:
+        if (charge := payments.retrieve_charge(charge_id)).status == Charge.PENDING:
+            ctx.log(f"Waiting for the bank to confirm {charge_id} before refunding it")
+        while charge.status == Charge.PENDING:
+            ctx.sleep(0.5)
+            charge = payments.retrieve_charge(charge_id)
+        if charge.status != Charge.SUCCEEDED:
+            continue
         refund = payments.refund(charge_id, idempotency_key=f"refund-{charge_id}")
         ctx.log(f"Refunded {charge_id} ({refund.id})")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.core import mail
 from django.test import override_settings
 
 from django_workflows.exceptions import WorkflowNotMoved
+from example_project.shop import payments
+from example_project.shop.fulfilment import refund_payment
 from example_project.shop.models import (
     Charge,
     CourierBooking,
@@ -219,3 +223,31 @@ def test_an_order_without_a_country_is_refused_naming_the_field(wf):
         wf.create("order-fulfilment", state=order_state(address={"country": "Germany"}))
 
     assert [error.field for error in refused.value.field_errors] == ["address.country"]
+
+
+class RollbackContext:
+    """What a worker gives a rollback: the instance id, a log, a (really) sleeping clock."""
+
+    def __init__(self, instance_id: str) -> None:
+        self.instance_id = instance_id
+        self.logs: list[str] = []
+
+    def log(self, line: str) -> None:
+        self.logs.append(line)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def test_a_rollback_waits_for_a_charge_the_bank_has_not_confirmed_then_refunds_it():
+    with provider(LATENCY=0.3):
+        charge = payments.create_charge(amount_cents=500, currency="EUR",
+                                        payment_method="pm_card_ok", reference="order-1",
+                                        idempotency_key="order-1-pm_card_ok")
+        assert charge.status == Charge.PENDING
+        ctx = RollbackContext("order-1")
+
+        refund_payment(None, ctx)
+
+    assert Refund.objects.get(charge=charge).amount_cents == 500
+    assert ctx.logs[0] == f"Waiting for the bank to confirm {charge.id} before refunding it"
