@@ -64,8 +64,7 @@ class Work:
 def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: str
               ) -> Work | None:
     """The work ``token`` names in the tree rooted at ``root``; None when it is stale."""
-    node: WorkflowSnapshot | None = root
-    while node is not None:
+    for node in root.tree():
         definition = definitions[node.id]
         for op in node.operations:
             if op.token == token and op.status in ("queued", "running", "retrying"):
@@ -82,7 +81,6 @@ def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: s
             for item in node.rollback.items:
                 if item.token == token and item.status == "running":
                     return Work("compensation", token, definition, node, item=item)
-        node = node.nested
     return None
 
 

@@ -155,10 +155,8 @@ class LocalExecutor:
         definition = self.definitions[root.workflow]
         outcome = apply(definition, root, command, self.env(), target=instance_id)
         self.roots[root_id] = outcome.snapshot
-        node: WorkflowSnapshot | None = outcome.snapshot
-        while node is not None:
+        for node in outcome.snapshot.tree():
             self.root_of[node.id] = root_id
-            node = node.nested
         self.events.extend(outcome.events)
         by_id = definitions_of(definition, outcome.snapshot, self.definitions.__getitem__)
         for event in outcome.events:

@@ -94,15 +94,5 @@ def changed_nodes(before: WorkflowSnapshot | None,
     def own(node: WorkflowSnapshot) -> tuple[WorkflowSnapshot, str | None]:
         return replace(node, nested=None), node.nested.id if node.nested else None
 
-    old = {}
-    node = before
-    while node is not None:
-        old[node.id] = own(node)
-        node = node.nested
-    changed = []
-    node = after
-    while node is not None:
-        if old.get(node.id) != own(node):
-            changed.append(node)
-        node = node.nested
-    return changed
+    old = {node.id: own(node) for node in before.tree()} if before is not None else {}
+    return [node for node in after.tree() if old.get(node.id) != own(node)]

@@ -17,7 +17,13 @@ from .commands import AttemptOutcome
 from .definition import Operation
 from .machine import MachineCore, Refused
 from .outcome import RunAttempt, StopAttempt
-from .snapshot import OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
+from .snapshot import (
+    OperationSnapshot,
+    RollbackItem,
+    RollbackPlan,
+    StoppingAttempt,
+    WorkflowSnapshot,
+)
 from .stepwork import INTERRUPTED_WORKFLOW
 
 
@@ -43,22 +49,13 @@ class RollbackMixin(MachineCore):
         self.emit("rollback", step=self.snap.current_step, phase="started")
         self.continue_rollback()
 
-    def tree_stopping(self) -> list[Any]:
-        found: list[Any] = []
-        node: WorkflowSnapshot | None = self.snap
-        while node is not None:
-            found.extend(node.stopping)
-            node = node.nested
-        return found
+    def tree_stopping(self) -> list[StoppingAttempt]:
+        return [stopping for node in self.snap.tree() for stopping in node.stopping]
 
     def tree_work_in_flight(self) -> bool:
-        node: WorkflowSnapshot | None = self.snap
-        while node is not None:
-            if any(op.in_flight for op in node.operations) or any(
-                    b.status == "running" for b in node.parallel):
-                return True
-            node = node.nested
-        return False
+        return any(any(op.in_flight for op in node.operations)
+                   or any(b.status == "running" for b in node.parallel)
+                   for node in self.snap.tree())
 
     def build_plan(self) -> RollbackPlan:
         items: list[RollbackItem] = []

@@ -8,7 +8,7 @@ attempts that were told to stop, and the rollback plan.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -160,14 +160,16 @@ class WorkflowSnapshot:
     def branch(self, step: str, branch_id: str) -> BranchSnapshot | None:
         return next((b for b in self.parallel if b.step == step and b.id == branch_id), None)
 
-    def find_child(self, instance_id: str) -> WorkflowSnapshot | None:
-        """This snapshot or a nested one with that id."""
+    def tree(self) -> Iterator[WorkflowSnapshot]:
+        """This instance, then its nested child, the child's own child, and so on."""
         node: WorkflowSnapshot | None = self
         while node is not None:
-            if node.id == instance_id:
-                return node
+            yield node
             node = node.nested
-        return None
+
+    def find_child(self, instance_id: str) -> WorkflowSnapshot | None:
+        """This snapshot or a nested one with that id."""
+        return next((node for node in self.tree() if node.id == instance_id), None)
 
 
 # -- JSON ------------------------------------------------------------------
