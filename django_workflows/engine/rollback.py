@@ -53,9 +53,7 @@ class RollbackMixin(MachineCore):
         return [stopping for node in self.snap.tree() for stopping in node.stopping]
 
     def tree_work_in_flight(self) -> bool:
-        return any(any(op.in_flight for op in node.operations)
-                   or any(b.status == "running" for b in node.parallel)
-                   for node in self.snap.tree())
+        return any(node.work_in_flight for node in self.snap.tree())
 
     def build_plan(self) -> RollbackPlan:
         items: list[RollbackItem] = []

@@ -160,6 +160,12 @@ class WorkflowSnapshot:
     def branch(self, step: str, branch_id: str) -> BranchSnapshot | None:
         return next((b for b in self.parallel if b.step == step and b.id == branch_id), None)
 
+    @property
+    def work_in_flight(self) -> bool:
+        """An operation or a branch of this instance (its children aside) is still out."""
+        return (any(op.in_flight for op in self.operations)
+                or any(b.status == "running" for b in self.parallel))
+
     def tree(self) -> Iterator[WorkflowSnapshot]:
         """This instance, then its nested child, the child's own child, and so on."""
         node: WorkflowSnapshot | None = self

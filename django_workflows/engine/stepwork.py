@@ -135,12 +135,6 @@ class StepWorkMixin(MachineCore):
         return all((op := self.snap.operation(o.id)) is not None and op.status == "succeeded"
                    for o in step.operations)
 
-    def work_in_flight(self, step: str | None = None) -> bool:
-        return (any(op.in_flight for op in self.snap.operations
-                    if step is None or op.step == step)
-                or any(b.status == "running" for b in self.snap.parallel
-                       if step is None or b.step == step))
-
     def advance_work(self) -> None:
         """Move the running step's work on: next operation, join, or auto-advance.
 
