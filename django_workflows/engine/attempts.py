@@ -56,10 +56,6 @@ class Work:
     branch: Branch | None = None
     item: RollbackItem | None = None
 
-    @property
-    def timeout(self) -> float | None:
-        return self.operation.timeout if self.kind == "operation" and self.operation else None
-
 
 def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: str
               ) -> Work | None:

@@ -9,7 +9,6 @@ tested.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,17 +52,6 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.advance(seconds)
-
-
-class RealClock:
-    def now(self) -> float:
-        return time.time()
-
-    def advance(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 @dataclass

@@ -18,8 +18,6 @@ OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "re
                           "succeeded", "failed", "cancelled", "skipped"]
 BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
 
-WORKFLOW_STATUSES = ("idle", "running", "blocked", "failed", "cancelled", "completed",
-                     "rolling-back")
 FINISHED = frozenset({"completed", "cancelled"})
 IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying"})
 
