@@ -10,6 +10,7 @@ from typing import Any
 from .errors import error_message
 from .machine import HookFailed, MachineCore, Refused
 from .schema import FieldError, validate_state
+from .snapshot import FINISHED
 
 
 class NavigationMixin(MachineCore):
@@ -120,7 +121,7 @@ class NavigationMixin(MachineCore):
     def cancel_child(self) -> None:
         """Cancel the nested child unless it already finished (no guard: the parent decided)."""
         child = self.snap.nested
-        if child is not None and child.status not in ("completed", "cancelled"):
+        if child is not None and child.status not in FINISHED:
             machine = self.child_machine()
             machine.commit_cancel()
             self.set(nested=machine.snap)
@@ -193,15 +194,11 @@ class NavigationMixin(MachineCore):
             if not allowed:
                 raise Refused("cancel_refused", f"{self.name} refused to be cancelled")
         child = self.snap.nested
-        if child is not None and child.status not in ("completed", "cancelled"):
+        if child is not None and child.status not in FINISHED:
             self.child_machine().check_exit_guards()
 
     def commit_cancel(self) -> None:
-        child = self.snap.nested
-        if child is not None and child.status not in ("completed", "cancelled"):
-            machine = self.child_machine()
-            machine.commit_cancel()  # the child is cancelled, and says so, first
-            self.set(nested=machine.snap)
+        self.cancel_child()  # the child is cancelled, and says so, first
         self.stop_work("Cancelled")
         self.stop_compensation("Cancelled")
         self.end_step_run()
