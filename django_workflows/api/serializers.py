@@ -252,7 +252,8 @@ class InstanceSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(OperationSerializer(many=True))
     def get_operations(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
-        return [operation_view(op) for op in live_operations(instance)]
+        attempts = self.context.get("attempts")  # a list's, read once for the page
+        return [operation_view(op) for op in live_operations(instance, attempts)]
 
     @extend_schema_field(BranchSerializer(many=True))
     def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:

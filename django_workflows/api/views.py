@@ -24,6 +24,7 @@ from rest_framework.settings import api_settings
 from .. import registry, services
 from ..exceptions import WorkflowNotMoved
 from ..models import WorkflowEvent, WorkflowInstance
+from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
 from .errors import error_body, exception_handler
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
@@ -219,7 +220,7 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         assert page is not None
         serializer = InstanceSerializer(page, many=True, context={
-            "request": request, "children": children_of(page)})
+            "request": request, "children": children_of(page), "attempts": live_attempts(page)})
         return self.get_paginated_response(serializer.data)
 
     def create(self, request: Request) -> Response:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from django_workflows import services
+from django_workflows.engine import Progress
 from django_workflows.models import WorkflowEvent, WorkflowInstance
+from django_workflows.worker import DatabaseSink
 from tests.api.conftest import url
 from tests.factories import UserFactory
 
@@ -131,6 +136,32 @@ def test_pages_together_hold_every_instance_once_even_with_equal_sort_keys(api, 
         seen += ids(api.get("/api/instances/", {"page_size": 2, "page": number}))
 
     assert sorted(seen) == sorted(as_ids(*made))
+
+
+def running_operation(make_instance) -> WorkflowInstance:
+    """An instance whose operation a worker claimed and reports on."""
+    instance = make_instance(workflow="back-office", started=True)
+    token = instance.operations[0]["token"]
+    services.claim_attempt(token)
+    sink = DatabaseSink(token, threaded=False)
+    sink.report(status="running", progress=Progress(1, 2, "charging"), logs=["charged"])
+    sink.close()
+    return instance
+
+
+def test_a_page_reads_running_operations_in_one_query(api, make_instance):
+    running_operation(make_instance)
+    api.get("/api/instances/")  # the user's permissions, read once and kept
+    with CaptureQueriesContext(connection) as few:
+        api.get("/api/instances/")
+    for _ in range(4):
+        running_operation(make_instance)
+
+    with CaptureQueriesContext(connection) as many:
+        results = api.get("/api/instances/").json()["results"]
+
+    assert len(many) == len(few)
+    assert [r["operations"][0]["logs"] for r in results] == [["charged"]] * 5
 
 
 # -- events ------------------------------------------------------------------------------
