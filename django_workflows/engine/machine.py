@@ -219,7 +219,10 @@ class MachineCore:
             self.run_hook(step.leave, self.context(), step=key)
         self.emit("step-leave", step=key)
         self.end_step_run()
-        completed = add_unique(self.snap.completed_steps, key)
+        self.follow_transitions(key, add_unique(self.snap.completed_steps, key))
+
+    def follow_transitions(self, key: str, completed: tuple[str, ...]) -> None:
+        """Go on from ``key`` to the first transition whose guard holds; none: complete."""
         following = self.next_step_from(key)
         if following is None:
             self.set(completed_steps=completed)

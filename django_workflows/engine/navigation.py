@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import error_message
-from .machine import HookFailed, MachineCore, Refused
+from .machine import HookFailed, MachineCore, Refused, add_unique
 from .schema import FieldError, validate_state
 from .snapshot import FINISHED
 
@@ -22,11 +22,15 @@ class NavigationMixin(MachineCore):
             raise Refused("already_started", f"{self.name} has already started")
         self.set(status="running", started_at=self.env.now, completed_at=None)
         self.emit("start")
+        self.enter_first_step(())
+
+    def enter_first_step(self, completed: tuple[str, ...]) -> None:
+        """Enter the first available step; a workflow without steps completes at once."""
         first = self.definition.first_step
         if first is None:
             self.complete()
         else:
-            self.enter_first_available(first.id, ())
+            self.enter_first_available(first.id, completed)
 
     def not_running(self) -> Refused:
         return Refused("not_running", f'{self.name} is not running (status "{self.snap.status}")')
@@ -101,14 +105,9 @@ class NavigationMixin(MachineCore):
             raise self.not_running()
         self.leave_work(f'Workflow step "{key}" was skipped', cancel_child=True)
         self.set(status="running", errors=(),
-                 skipped_steps=(*self.snap.skipped_steps, key)
-                 if key not in self.snap.skipped_steps else self.snap.skipped_steps)
+                 skipped_steps=add_unique(self.snap.skipped_steps, key))
         self.emit("skip", step=key)
-        following = self.next_step_from(key)
-        if following is None:
-            self.complete()
-        else:
-            self.enter_first_available(following, self.snap.completed_steps)
+        self.follow_transitions(key, self.snap.completed_steps)
 
     def leave_work(self, reason: str, *, cancel_child: bool) -> None:
         """Stop the work of the step being left. ``back`` keeps its child for a return;
@@ -166,11 +165,7 @@ class NavigationMixin(MachineCore):
         self.set(status="running", errors=())
         self.emit("retry", step=self.snap.current_step)
         if self.snap.current_step is None:  # it failed before its first step was entered
-            first = self.definition.first_step
-            if first is None:
-                self.complete()
-            else:
-                self.enter_first_available(first.id, self.snap.completed_steps)
+            self.enter_first_step(self.snap.completed_steps)
             return
         self.execute_step(include_enter=True)
 
