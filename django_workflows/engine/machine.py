@@ -110,7 +110,8 @@ class MachineCore:
             self.fail(message, self.snap.current_step)
             raise HookFailed(message)
 
-    def current_definition(self) -> Step | None:
+    def current_step_definition(self) -> Step | None:
+        """The definition of the current step (None before the first one)."""
         key = self.snap.current_step
         return self.definition.steps_by_id.get(key) if key else None
 

@@ -62,7 +62,7 @@ class NavigationMixin(MachineCore):
             child = self.delegate("next")
             if child.status != "completed":
                 return
-        step = self.current_definition()
+        step = self.current_step_definition()
         assert step is not None
         if not self.step_work_done(step):
             raise Refused("work_in_progress",

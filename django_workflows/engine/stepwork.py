@@ -36,8 +36,7 @@ class StepWorkMixin(MachineCore):
 
     def execute_step(self, *, include_enter: bool) -> None:
         """Run ``enter`` (when asked) and hand out the current step's unfinished work."""
-        key = self.snap.current_step
-        step = self.definition.steps_by_id.get(key) if key else None
+        step = self.current_step_definition()
         if step is None:
             return
         self.end_step_run()
@@ -158,7 +157,7 @@ class StepWorkMixin(MachineCore):
     def advance_once(self) -> None:
         if self.snap.status != "running":
             return
-        step = self.current_definition()
+        step = self.current_step_definition()
         if step is None:
             return
         branches = [self.snap.branch(step.id, b.id) for b in step.parallel]
