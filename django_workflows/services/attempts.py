@@ -29,15 +29,19 @@ def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = Fal
            ) -> tuple[engine.Outcome, engine.WorkflowSnapshot, engine.Workflow] | None:
     """Apply an internal command under the lock.
 
-    None when ``skip_locked`` found the instance busy, or when the deadline
-    ``still_due`` was fired or cleared by someone else meanwhile.
+    None when the instance was deleted meanwhile (its attempts and deadlines with
+    it), when ``skip_locked`` found it busy, or when the deadline ``still_due`` was
+    fired or cleared by someone else meanwhile.
     """
-    if skip_locked:
-        root = WorkflowInstance.objects.select_for_update(skip_locked=True).filter(
-            pk=_root_of(instance_id)).first()
-        if root is None:
-            return None
-    chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
+    try:
+        if skip_locked:
+            root = WorkflowInstance.objects.select_for_update(skip_locked=True).filter(
+                pk=_root_of(instance_id)).first()
+            if root is None:
+                return None
+        chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
+    except InstanceNotFound:
+        return None
     # Deadline rows are locked after the instance, as commands do: never a deadlock.
     if still_due is not None and not Deadline.objects.filter(pk=still_due).exists():
         return None
@@ -95,11 +99,9 @@ def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
             return None
         instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        try:
-            applied = _apply(instance_id, engine.AttemptStarted(token))
-        except InstanceNotFound:  # deleted meanwhile, its attempts with it
+        applied = _apply(instance_id, engine.AttemptStarted(token))
+        if applied is None:
             return None
-        assert applied is not None
         outcome, _tree, definition = applied
         if not outcome.moved:
             # Only if still queued: another worker may have claimed it meanwhile.
@@ -128,11 +130,9 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
             return False
         instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        try:
-            applied = _apply(instance_id, engine.AttemptFinished(token, result))
-        except InstanceNotFound:  # deleted meanwhile, its attempts with it
+        applied = _apply(instance_id, engine.AttemptFinished(token, result))
+        if applied is None:
             return False
-        assert applied is not None
         outcome = applied[0]
         values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
         if result.progress is not None:
@@ -155,7 +155,8 @@ def interrupt_attempt(token: str) -> bool:
         return False
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
         applied = _apply(attempt.instance_id, engine.AttemptInterrupted(token))
-        assert applied is not None
+        if applied is None:
+            return False
         # Only if still running: its result may have come in since the sweep looked.
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")

@@ -419,6 +419,23 @@ def test_a_late_interruption_leaves_a_finished_attempt_finished():
     assert row_of(instance).revision == revision
 
 
+def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypatch):
+    """The sweep saw the attempt silent; the instance was purged before its lock was taken."""
+    from django_workflows.services import attempts as service_attempts
+
+    instance, token = claimed_back_office()
+    real_lock_tree = service_attempts.lock_tree
+
+    def lock_tree(instance_id, **options):
+        WorkflowInstance.objects.filter(pk=instance.pk).delete()
+        return real_lock_tree(instance_id, **options)
+
+    monkeypatch.setattr(service_attempts, "lock_tree", lock_tree)
+
+    assert services.interrupt_attempt(token) is False
+    assert not Attempt.objects.filter(token=token).exists()
+
+
 def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
     """Two workers get one token (a redispatch, a broker retry) and both see it queued."""
     from django_workflows.services import attempts as service_attempts
