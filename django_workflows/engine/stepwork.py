@@ -317,14 +317,21 @@ class StepWorkMixin(MachineCore):
     def retry_operation(self, operation: OperationSnapshot, definition: Operation,
                         wait_for_stop: bool = False) -> None:
         following = operation.attempt + 1
-        delay = definition.delay_before(following)
         self.emit("operation-retrying", step=operation.step, operation=operation.id,
-                  attempt=following, delay=delay,
+                  attempt=following, delay=definition.delay_before(following),
                   error=operation.error.message if operation.error else None)
         token = self.new_token()
         if wait_for_stop:  # the next attempt starts once the timed-out one stopped
             self.put_operation(replace(operation, status="waiting", token=token, retry_at=None))
-        elif delay > 0:
+        else:
+            self.schedule_next_attempt(operation, definition, token)
+
+    def schedule_next_attempt(self, operation: OperationSnapshot, definition: Operation,
+                              token: str) -> None:
+        """Queue the operation's next attempt now, or wait (a retry deadline) for its delay."""
+        following = operation.attempt + 1
+        delay = definition.delay_before(following)
+        if delay > 0:
             self.put_operation(replace(operation, status="waiting", token=token,
                                        retry_at=self.env.now + delay))
             self.effect(SetDeadline(self.snap.id, "retry", token, self.env.now + delay))
@@ -367,13 +374,7 @@ class StepWorkMixin(MachineCore):
         if (operation is None or definition is None or operation.status != "waiting"
                 or operation.retry_at is not None):
             return
-        delay = definition.delay_before(operation.attempt + 1)
-        if delay > 0:
-            self.put_operation(replace(operation, retry_at=self.env.now + delay))
-            self.effect(SetDeadline(self.snap.id, "retry", operation.token or "",
-                                    self.env.now + delay))
-        else:
-            self.queue_attempt(operation, definition, operation.attempt + 1, operation.token)
+        self.schedule_next_attempt(operation, definition, operation.token or "")
 
     # -- deadlines ----------------------------------------------------------
 
