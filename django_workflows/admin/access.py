@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.http import HttpRequest
 
-from .. import registry
 from ..models import WorkflowInstance
-
-logger = logging.getLogger("django_workflows")
+from ..permissions import definition_allows
 
 
 def refusal_for(model_admin: Any, request: HttpRequest, instance: WorkflowInstance | None,
@@ -26,16 +23,7 @@ def refusal_for(model_admin: Any, request: HttpRequest, instance: WorkflowInstan
     if not allowed:
         return "You do not have permission to change workflow instances."
     workflow_id = workflow or (instance.workflow if instance is not None else None)
-    definition = registry.find(workflow_id) if workflow_id else None
-    rule = getattr(definition, "permission", None)
-    if rule is None:
-        return None
-    try:
-        permitted = bool(rule(request.user, instance, action))
-    except Exception:
-        logger.exception("The permission rule of workflow %r raised", workflow_id)
-        permitted = False
-    if not permitted:
+    if workflow_id and not definition_allows(request.user, workflow_id, instance, action):
         return f'The workflow "{workflow_id}" does not allow you to {action.replace("_", " ")} ' \
                f"{'instances' if instance is None else 'this instance'}."
     return None

@@ -12,7 +12,6 @@ name (``"start"``, ``"next"``, ...).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.db.models import QuerySet
@@ -22,11 +21,11 @@ from rest_framework.request import Request
 
 from .. import registry
 from ..models import WorkflowInstance
-
-logger = logging.getLogger(__name__)
+from ..permissions import definition_allows
 
 VIEW_PERMISSION = "django_workflows.view_workflowinstance"
 CHANGE_PERMISSION = "django_workflows.change_workflowinstance"
+
 
 def sees_all(user: Any) -> bool:
     return bool(user.is_superuser or user.has_perm(VIEW_PERMISSION)
@@ -35,21 +34,6 @@ def sees_all(user: Any) -> bool:
 
 def acts_on_all(user: Any) -> bool:
     return bool(user.is_superuser or user.has_perm(CHANGE_PERMISSION))
-
-
-def definition_allows(user: Any, workflow_id: str, instance: WorkflowInstance | None,
-                      action: str) -> bool:
-    """The definition's own rule; a hook that raises refuses (and is logged)."""
-    definition = registry.find(workflow_id)
-    hook = definition.permission if definition is not None else None
-    if hook is None:
-        return True
-    try:
-        return bool(hook(user, instance, action))
-    except Exception:
-        logger.exception('The permission hook of workflow "%s" raised on "%s"; refusing',
-                         workflow_id, action)
-        return False
 
 
 def visible_instances(user: Any) -> QuerySet[WorkflowInstance]:

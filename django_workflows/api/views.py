@@ -24,12 +24,13 @@ from rest_framework.settings import api_settings
 from .. import registry, services
 from ..exceptions import WorkflowNotMoved
 from ..models import WorkflowEvent, WorkflowInstance
+from ..permissions import definition_allows
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
 from .errors import error_body, exception_handler
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
-from .permissions import InstanceAccess, definition_allows, visible_instances
+from .permissions import InstanceAccess, visible_instances
 from .schema import (
     ACTION_RESPONSES,
     ETAG,
