@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from .commands import AttemptOutcome
@@ -24,7 +24,14 @@ from .errors import (
     error_message,
     error_name,
 )
-from .snapshot import ErrorInfo, OperationSnapshot, Progress, RollbackItem, WorkflowSnapshot
+from .snapshot import (
+    ErrorInfo,
+    OperationSnapshot,
+    Progress,
+    RollbackItem,
+    WorkflowSnapshot,
+    new_operation_snapshot,
+)
 from .stepwork import MAX_LOGS
 
 FLUSH_LINES = 50
@@ -182,10 +189,7 @@ class OperationContext(HookContext):
         """Run another operation, with its own retries, as part of this attempt."""
         if self._closed:
             raise StaleOperation()
-        snapshot = OperationSnapshot(id=operation.id, step=self.step or "",
-                                     title=operation.title or operation.id,
-                                     description=operation.description,
-                                     metadata=dict(operation.metadata))
+        fresh = new_operation_snapshot(operation, self.step or "")
         last_error: BaseException | None = None
         for attempt in range(1, operation.max_attempts + 1):
             self.check_cancelled()
@@ -209,12 +213,10 @@ class OperationContext(HookContext):
                     self.check_cancelled()
                 continue
             child.close()
-            self.children.append(OperationSnapshot(
-                id=operation.id, step=snapshot.step, title=snapshot.title,
-                description=snapshot.description, status="succeeded", attempt=attempt,
-                progress=child.last_progress, started_at=now, completed_at=self._sink.now(),
-                result=value, children=tuple(child.children), metadata=snapshot.metadata,
-                logs=tuple(child.logs)))
+            self.children.append(replace(
+                fresh, status="succeeded", attempt=attempt, progress=child.last_progress,
+                started_at=now, completed_at=self._sink.now(), result=value,
+                children=tuple(child.children), logs=tuple(child.logs)))
             return value
         assert last_error is not None
         raise last_error

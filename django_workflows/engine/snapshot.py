@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .definition import Operation
 
 WorkflowStatus = Literal["idle", "running", "blocked", "failed", "cancelled", "completed",
                          "rolling-back"]
@@ -254,8 +257,15 @@ def new_snapshot(instance_id: str, workflow: str, version: int, state: Mapping[s
                             state=dict(state), parent_id=parent_id, parent_step=parent_step)
 
 
+def new_operation_snapshot(definition: Operation, step: str) -> OperationSnapshot:
+    """An operation of ``step`` before its first attempt, as its definition describes it."""
+    return OperationSnapshot(id=definition.id, step=step, title=definition.title or definition.id,
+                             description=definition.description,
+                             metadata=dict(definition.metadata))
+
+
 __all__ = [
     "BranchSnapshot", "ErrorInfo", "OperationSnapshot", "Progress", "RollbackItem",
     "RollbackPlan", "StepRun", "StoppingAttempt", "WorkflowSnapshot", "from_json",
-    "new_snapshot", "replace", "to_json",
+    "new_operation_snapshot", "new_snapshot", "replace", "to_json",
 ]

@@ -20,6 +20,7 @@ from .snapshot import (
     OperationSnapshot,
     StepRun,
     StoppingAttempt,
+    new_operation_snapshot,
     new_snapshot,
     replace,
 )
@@ -112,10 +113,7 @@ class StepWorkMixin(MachineCore):
 
     def start_operation(self, definition: Operation, step: str) -> None:
         """A fresh execution of an operation: attempt 1 queued."""
-        operation = OperationSnapshot(id=definition.id, step=step, title=definition.title or "",
-                                      description=definition.description,
-                                      metadata=dict(definition.metadata))
-        self.queue_attempt(operation, definition, 1)
+        self.queue_attempt(new_operation_snapshot(definition, step), definition, 1)
 
     def queue_attempt(self, operation: OperationSnapshot, definition: Operation, attempt: int,
                       token: str | None = None) -> None:
