@@ -37,10 +37,16 @@ def acts_on_all(user: Any) -> bool:
 
 
 def visible_instances(user: Any) -> QuerySet[WorkflowInstance]:
-    """The instances ``user`` may list: their own, or all with a permission."""
+    """The instances ``user`` may see: their own, or all with a permission."""
     instances = WorkflowInstance.objects.all()
-    if not sees_all(user):
-        instances = instances.filter(owner=user)
+    return instances if sees_all(user) else instances.filter(owner=user)
+
+
+def listed(user: Any, instances: QuerySet[WorkflowInstance]) -> QuerySet[WorkflowInstance]:
+    """``instances`` without those of workflows whose rule refuses ``user`` the list.
+
+    Only the list: such an instance is still there by its id, unless "view" is refused.
+    """
     hidden = [d.id for d in registry.all_definitions()
               if d.permission is not None and not definition_allows(user, d.id, None, "list")]
     return instances.exclude(workflow__in=hidden) if hidden else instances

@@ -30,7 +30,7 @@ from ..services.idempotency import fingerprint_of
 from .errors import error_body, exception_handler
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
-from .permissions import InstanceAccess, visible_instances
+from .permissions import InstanceAccess, listed, visible_instances
 from .schema import (
     ACTION_RESPONSES,
     ETAG,
@@ -218,7 +218,8 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             return ""
 
     def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        page = self.paginate_queryset(self.filter_queryset(listed(request.user,
+                                                                   self.get_queryset())))
         assert page is not None
         serializer = InstanceSerializer(page, many=True, context={
             "request": request, "children": children_of(page), "attempts": live_attempts(page)})

@@ -223,6 +223,13 @@ def test_the_definition_hook_leaves_a_workflow_out_of_the_list(client_as):
     assert listed(client_as(user)) == {str(wizard.pk)}
 
 
+@pytest.mark.parametrize("read", READS)
+def test_a_workflow_left_out_of_the_list_is_still_read_by_id(client_as, read):
+    user, instance = restricted_for("no-list")
+
+    assert client_as(user).get(url(instance, read)).status_code == 200
+
+
 def test_the_definition_hook_refuses_a_create_with_403(client_as):
     user = UserFactory(username="no-create")
 
