@@ -18,7 +18,7 @@ from ..engine.stepwork import MAX_LOGS
 from ..exceptions import InstanceNotFound
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from .commands import _after_commit, _env
-from .locking import busy_as_error, lock_tree
+from .locking import busy_as_error, lock_tree, root_id
 from .persistence import load_chain, save_outcome
 
 logger = logging.getLogger("django_workflows")
@@ -36,7 +36,7 @@ def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = Fal
     try:
         if skip_locked:
             root = WorkflowInstance.objects.select_for_update(skip_locked=True).filter(
-                pk=_root_of(instance_id)).first()
+                pk=root_id(instance_id)).first()
             if root is None:
                 return None
         chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
@@ -50,16 +50,6 @@ def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = Fal
     saved = save_outcome(chain, tree, outcome)
     _after_commit(saved)
     return outcome, tree, definition
-
-
-def _root_of(instance_id: Any) -> Any:
-    current = instance_id
-    while True:
-        parent = WorkflowInstance.objects.filter(pk=current).values_list("parent_id", flat=True)
-        found = list(parent)
-        if not found or found[0] is None:
-            return current
-        current = found[0]
 
 
 def _update_attempt(token: str, values: dict[str, Any], *,

@@ -81,7 +81,7 @@ def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
         if root is None and not one_trip:
             root = built.locked(instance_id, root=True)
         if root is None:
-            root = _locked(_root_id(instance_id))
+            root = _locked(root_id(instance_id))
         chain = [root]
         while chain[-1].nested_id:
             chain.append(_locked(chain[-1].nested_id))
@@ -90,8 +90,8 @@ def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
     return chain
 
 
-def _root_id(instance_id: object) -> object:
-    """Follow parents up without locking (a parent never changes)."""
+def root_id(instance_id: object) -> object:
+    """The id of the instance's topmost parent, found without locking (a parent never changes)."""
     seen = set()
     current: object = instance_id
     while True:
