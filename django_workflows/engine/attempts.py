@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
-from .definition import Branch, Operation, Step, Workflow, format_seconds
+from .definition import Branch, Operation, Step, Workflow, operation_timeout_message
 from .errors import (
     Cancelled,
     OperationBlockedError,
@@ -92,8 +92,8 @@ class OperationContext(HookContext):
 
     def __init__(self, *, sink: AttemptSink, attempt: int, snapshot: WorkflowSnapshot,
                  workflow: str, step: str | None, user: Any = None,
-                 deadline: float | None = None, timeout: float | None = None,
-                 flush_interval: float = 1.0, parent: OperationContext | None = None) -> None:
+                 timeout: float | None = None, flush_interval: float = 1.0,
+                 parent: OperationContext | None = None) -> None:
         super().__init__(state=snapshot.state, instance_id=snapshot.id, workflow=workflow,
                          step=step, user=user, stop_reason=self._reason)
         self._parent = parent
@@ -103,7 +103,7 @@ class OperationContext(HookContext):
         self.logs: list[str] = []
         self._snapshot = snapshot
         self._sink = sink
-        self._deadline = deadline
+        self._deadline = sink.now() + timeout if timeout else None
         self._timeout = timeout
         self._flush_interval = flush_interval
         self._unflushed: list[str] = []
@@ -114,7 +114,7 @@ class OperationContext(HookContext):
 
     def _reason(self) -> str | None:
         if self._deadline is not None and self._sink.now() >= self._deadline:
-            return f"Operation timed out after {format_seconds(self._timeout or 0)}"
+            return operation_timeout_message(self._timeout)
         return self._parent._reason() if self._parent else self._sink.stop_reason()
 
     def check_cancelled(self) -> None:
@@ -199,7 +199,6 @@ class OperationContext(HookContext):
             child = OperationContext(
                 sink=self._sink, attempt=attempt, snapshot=self._snapshot,
                 workflow=self.workflow, step=self.step, user=self.user,
-                deadline=now + operation.timeout if operation.timeout else None,
                 timeout=operation.timeout, flush_interval=self._flush_interval, parent=self)
             try:
                 value = run_user_code(operation.run, child)
@@ -244,11 +243,9 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
         assert work.operation is not None
         operation = work.operation
         current = snapshot.operation(operation.id)
-        now = sink.now()
         ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
                                workflow=work.definition.id,
                                step=current.step if current else None, user=user,
-                               deadline=now + operation.timeout if operation.timeout else None,
                                timeout=operation.timeout, flush_interval=flush_interval)
         try:
             value = run_user_code(operation.run, ctx)

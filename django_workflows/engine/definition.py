@@ -37,6 +37,11 @@ def format_seconds(value: float) -> str:
     return f"{value:g}s"
 
 
+def operation_timeout_message(timeout: float | None) -> str:
+    """The error of an operation attempt that outlived its ``timeout``."""
+    return f"Operation timed out after {format_seconds(timeout or 0)}"
+
+
 def _check_callable(value: Any, what: str) -> None:
     if value is not None and not callable(value):
         raise DefinitionError(f"{what} must be callable, not {value!r}", "not_callable")

@@ -11,7 +11,7 @@ import contextlib
 from typing import Any
 
 from .commands import AttemptOutcome
-from .definition import Operation, Step, format_seconds
+from .definition import Operation, Step, format_seconds, operation_timeout_message
 from .machine import HookFailed, MachineCore, Refused
 from .outcome import ClearDeadline, RunAttempt, SetDeadline, StopAttempt
 from .snapshot import (
@@ -408,8 +408,7 @@ class StepWorkMixin(MachineCore):
         definition = operation and self.definition.find_operation(operation.id)
         if operation is None or definition is None:
             raise Refused("stale_deadline", "The attempt deadline is no longer current")
-        error = ErrorInfo("OperationTimeoutError",
-                          f"Operation timed out after {format_seconds(definition.timeout or 0)}")
+        error = ErrorInfo("OperationTimeoutError", operation_timeout_message(definition.timeout))
         operation = replace(operation, error=error)
         retries_left = operation.attempt < definition.max_attempts
         self.add_stopping(token, "operation", operation.id, error.message, resume=retries_left)
