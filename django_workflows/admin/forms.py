@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from .. import registry
+from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
 
 
 def pretty_json(value: Any) -> str:
@@ -28,9 +29,15 @@ class JSONObjectField(forms.CharField):
             parsed = json.loads(text)
         except json.JSONDecodeError as error:
             raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
+        except RecursionError:
+            raise forms.ValidationError(f"The state is nested deeper than {MAX_STATE_DEPTH} "
+                                        "levels.", code="too_deep") from None
         if not isinstance(parsed, dict):
             raise forms.ValidationError("The state must be a JSON object ({...}).",
                                         code="not_an_object")
+        problems = json_problems(parsed)
+        if problems:  # PostgreSQL would refuse it with an error: say what to fix instead
+            raise forms.ValidationError(problem_lines(problems), code="not_storable")
         return parsed
 
 

@@ -13,8 +13,7 @@ from ..engine import Workflow
 from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
 from ..queries import live_operations
-
-MAX_STATE_DEPTH = 100  # levels of nesting a state sent to the API may have
+from ..storable import json_problems
 
 OPERATION_STATUSES = ["idle", "queued", "running", "waiting", "blocked", "retrying",
                       "succeeded", "failed", "cancelled", "skipped"]
@@ -29,59 +28,6 @@ def _iso(epoch: float | None) -> str | None:
     """An engine time (epoch seconds) as the API writes times."""
     return None if epoch is None else _datetime.to_representation(
         datetime.fromtimestamp(epoch, tz=UTC))
-
-
-def _bad_text(text: str) -> str | None:
-    if "\x00" in text:
-        return "must not contain NUL characters"
-    if any("\ud800" <= char <= "\udfff" for char in text):
-        return "must not contain unpaired surrogates"
-    return None
-
-
-def json_problems(value: Any) -> dict[str, Any]:
-    """What a database cannot store of a JSON value, as nested field errors (empty: fine).
-
-    PostgreSQL's jsonb refuses NUL characters and unpaired surrogates; very deep
-    nesting is refused too, before anything recurses through it.
-    """
-    problems: dict[str, Any] = {}
-    stack: list[tuple[Any, tuple[str, ...]]] = [(value, ())]
-    while stack:
-        item, path = stack.pop()
-        if len(path) > MAX_STATE_DEPTH:
-            _put(problems, path[:MAX_STATE_DEPTH],
-                 f"is nested deeper than {MAX_STATE_DEPTH} levels")
-            continue
-        if isinstance(item, dict):
-            for key, child in item.items():
-                problem = _bad_text(str(key))
-                if problem:
-                    _put(problems, path, f"has a key that {problem}")
-                else:
-                    stack.append((child, (*path, str(key))))
-        elif isinstance(item, list):
-            stack.extend((child, (*path, str(i))) for i, child in enumerate(item))
-        elif isinstance(item, str):
-            problem = _bad_text(item)
-            if problem:
-                _put(problems, path, f"This text {problem}.")
-    return problems
-
-
-def _put(problems: dict[str, Any], path: tuple[str, ...], message: str) -> None:
-    node = problems
-    for part in path[:-1]:
-        existing = node.setdefault(part, {})
-        if not isinstance(existing, dict):
-            return  # an outer problem is already reported
-        node = existing
-    key = path[-1] if path else "non_field_errors"
-    if not message.endswith("."):
-        message = f"This value {message}."
-    if isinstance(node.get(key), dict):
-        return
-    node.setdefault(key, []).append(message)
 
 
 class StateField(serializers.DictField):

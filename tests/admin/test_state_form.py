@@ -98,6 +98,26 @@ def test_state_that_is_not_an_object_is_shown_and_not_saved(root_client):
     assert "The state must be a JSON object" in form_errors(response)
 
 
+def test_state_the_database_cannot_store_is_shown_and_not_saved(root_client):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, {"email": "a\u0000b", "plan": None})
+
+    assert response.status_code == 200
+    assert "email: This text must not contain NUL characters." in form_errors(response)
+    assert reload(instance).revision == instance.revision
+
+
+def test_state_nested_too_deeply_is_shown_and_not_saved(root_client):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, '{"email": ' + "[" * 100_000)
+
+    assert response.status_code == 200
+    assert "nested deeper than 100 levels" in form_errors(response)
+    assert reload(instance).revision == instance.revision
+
+
 def test_state_larger_than_the_limit_is_shown_and_not_saved(root_client):
     instance = WorkflowInstanceFactory(started=True)
 
