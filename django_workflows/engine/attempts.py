@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
@@ -25,6 +25,7 @@ from .errors import (
     error_name,
 )
 from .snapshot import (
+    AttemptKind,
     ErrorInfo,
     OperationSnapshot,
     Progress,
@@ -54,7 +55,7 @@ class AttemptSink(Protocol):
 class Work:
     """The background work a token names, found in an instance's snapshot."""
 
-    kind: Literal["operation", "branch", "compensation"]
+    kind: AttemptKind
     token: str
     definition: Workflow
     snapshot: WorkflowSnapshot  # the instance the work belongs to

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .apply import apply, definitions_of, deliver, new_instance
-from .attempts import execute, find_work
+from .attempts import Work, execute, find_work
 from .commands import (
     AttemptFinished,
     AttemptInterrupted,
@@ -34,7 +34,7 @@ from .commands import (
 )
 from .definition import Workflow
 from .machine import Env
-from .outcome import ClearDeadline, Event, Outcome, RunAttempt, SetDeadline, StopAttempt
+from .outcome import ClearDeadline, Effect, Event, Outcome, RunAttempt, SetDeadline, StopAttempt
 from .snapshot import Progress, WorkflowSnapshot
 
 
@@ -59,7 +59,7 @@ class LiveAttempt:
     """What a claimed attempt reported so far (as a worker's heartbeat row would hold)."""
 
     run: RunAttempt
-    work: Any = None  # what the token names, loaded when it was claimed
+    work: Work | None = None  # what the token names, loaded when it was claimed
     status: str = "running"
     progress: Progress | None = None
     logs: list[str] = field(default_factory=list)
@@ -185,7 +185,7 @@ class LocalExecutor:
 
     # -- effects ------------------------------------------------------------
 
-    def carry_out(self, effect: Any) -> None:
+    def carry_out(self, effect: Effect) -> None:
         if isinstance(effect, RunAttempt):
             self.pending.append(effect)
         elif isinstance(effect, StopAttempt):
@@ -257,8 +257,7 @@ class LocalExecutor:
             self.clock.advance(end - self.clock.now())
 
     def fire(self, deadline: SetDeadline) -> Outcome:
-        return self.command(deadline.instance_id,
-                            DeadlineDue(deadline.kind, deadline.token))  # type: ignore[arg-type]
+        return self.command(deadline.instance_id, DeadlineDue(deadline.kind, deadline.token))
 
     def run_until_settled(self, max_seconds: float = 24 * 3600) -> None:
         """Run work and fire deadlines until nothing is left to do (or time is up)."""

@@ -11,14 +11,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Self
 
+from .commands import AttemptOutcome
 from .context import HookContext, call_directly
 from .definition import Step, Workflow
 from .errors import DefinitionError, error_message
 from .outcome import ClearDeadline, Effect, Event
 from .schema import FieldError
-from .snapshot import WorkflowSnapshot
+from .snapshot import AttemptKind, RollbackItem, StoppingAttempt, WorkflowSnapshot
 
 # A command that moves through more steps than this is caught in a cycle.
 MAX_MOVES = 1000
@@ -141,7 +142,7 @@ class MachineCore:
 
     # -- shared moves -------------------------------------------------------
 
-    def still_stopping(self, action: str, stopping: Iterable[Any]) -> Refused:
+    def still_stopping(self, action: str, stopping: Iterable[StoppingAttempt]) -> Refused:
         """The refusal of a command that must wait for stopped attempts to stop."""
         reasons = [s.reason for s in stopping]
         if "Cancelled" in reasons:
@@ -259,7 +260,7 @@ class MachineCore:
             return child
         return None
 
-    def child_machine(self) -> Any:
+    def child_machine(self) -> Self:
         """A machine for the nested child, sharing this command's events and effects."""
         child = self.snap.nested
         assert child is not None and child.parent_step is not None
@@ -282,7 +283,7 @@ class MachineCore:
                   error_name: str = "Cancelled") -> None:
         raise NotImplementedError
 
-    def add_stopping(self, token: str | None, kind: Any, target: str, reason: str,
+    def add_stopping(self, token: str | None, kind: AttemptKind, target: str, reason: str,
                      resume: bool = False) -> None:
         raise NotImplementedError
 
@@ -301,10 +302,11 @@ class MachineCore:
     def nested_rollback_changed(self, child: WorkflowSnapshot) -> None:
         raise NotImplementedError
 
-    def compensation_finished(self, item: Any, outcome: Any) -> None:
+    def compensation_finished(self, item: RollbackItem, outcome: AttemptOutcome) -> None:
         raise NotImplementedError
 
-    def compensation_failed(self, item: Any, message: str, interrupted: bool = False) -> None:
+    def compensation_failed(self, item: RollbackItem, message: str,
+                            interrupted: bool = False) -> None:
         raise NotImplementedError
 
     def compensation_done_late(self, label: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from .errors import error_message
 from .machine import HookFailed, MachineCore, Refused, add_unique
 from .schema import FieldError, validate_state
-from .snapshot import FINISHED
+from .snapshot import FINISHED, WorkflowSnapshot
 
 
 class NavigationMixin(MachineCore):
@@ -40,7 +40,7 @@ class NavigationMixin(MachineCore):
         if self.snap.status != "running" or self.snap.current_step is None:
             raise self.not_running()
 
-    def delegate(self, command: str) -> Any:
+    def delegate(self, command: str) -> WorkflowSnapshot:
         """Give a command to the current step's child; the parent follows its result."""
         machine = self.child_machine()
         try:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
+from .commands import DeadlineKind
 from .schema import FieldError
-from .snapshot import WorkflowSnapshot
+from .snapshot import AttemptKind, WorkflowSnapshot
 
 EVENT_TYPES = (
     "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
@@ -25,9 +26,6 @@ class Event:
     error: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)
     at: float = 0.0
-
-
-AttemptKind = Literal["operation", "branch", "compensation"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class StopAttempt:
 @dataclass(frozen=True)
 class SetDeadline:
     instance_id: str
-    kind: str
+    kind: DeadlineKind
     token: str
     at: float
 

@@ -20,6 +20,7 @@ WorkflowStatus = Literal["idle", "running", "blocked", "failed", "cancelled", "c
 OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "retrying",
                           "succeeded", "failed", "cancelled", "skipped"]
 BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
+AttemptKind = Literal["operation", "branch", "compensation"]  # what an attempt's token names
 
 FINISHED = frozenset({"completed", "cancelled"})
 IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying"})
@@ -95,7 +96,7 @@ class StoppingAttempt:
     """
 
     token: str
-    kind: Literal["operation", "branch", "compensation"]
+    kind: AttemptKind
     target: str
     reason: str
     since: float

@@ -10,16 +10,18 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from .commands import AttemptOutcome
+from .commands import AttemptOutcome, DeadlineKind
 from .definition import Operation, Step, format_seconds, operation_timeout_message
 from .machine import HookFailed, MachineCore, Refused
 from .outcome import ClearDeadline, RunAttempt, SetDeadline, StopAttempt
 from .snapshot import (
+    AttemptKind,
     BranchSnapshot,
     ErrorInfo,
     OperationSnapshot,
     StepRun,
     StoppingAttempt,
+    WorkflowSnapshot,
     new_operation_snapshot,
     new_snapshot,
     replace,
@@ -83,7 +85,7 @@ class StepWorkMixin(MachineCore):
         if machine.snap.status == "failed":
             self.fail_for_child(machine.snap)
 
-    def fail_for_child(self, child: Any) -> None:
+    def fail_for_child(self, child: WorkflowSnapshot) -> None:
         message = child.errors[0] if child.errors else f'Nested workflow "{child.workflow}" failed'
         self.fail(message, self.snap.current_step, errors=tuple(child.errors) or (message,),
                   nested=child.id)
@@ -220,7 +222,7 @@ class StepWorkMixin(MachineCore):
                 self.effect(StopAttempt(self.snap.id, branch.token, reason))
             self.put_branch(replace(branch, status="cancelled", error=reason, token=None))
 
-    def add_stopping(self, token: str | None, kind: Any, target: str, reason: str,
+    def add_stopping(self, token: str | None, kind: AttemptKind, target: str, reason: str,
                      resume: bool = False) -> None:
         assert token is not None
         self.set(stopping=(*self.snap.stopping,
@@ -376,7 +378,7 @@ class StepWorkMixin(MachineCore):
 
     # -- deadlines ----------------------------------------------------------
 
-    def deadline_due(self, kind: str, token: str) -> None:
+    def deadline_due(self, kind: DeadlineKind, token: str) -> None:
         if kind == "step-timeout":
             self.step_timed_out(token)
         elif kind == "attempt-timeout":
