@@ -9,7 +9,7 @@ attempts that were told to stop, and the rollback plan.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -268,5 +268,5 @@ def new_operation_snapshot(definition: Operation, step: str) -> OperationSnapsho
 __all__ = [
     "BranchSnapshot", "ErrorInfo", "OperationSnapshot", "Progress", "RollbackItem",
     "RollbackPlan", "StepRun", "StoppingAttempt", "WorkflowSnapshot", "from_json",
-    "new_operation_snapshot", "new_snapshot", "replace", "to_json",
+    "new_operation_snapshot", "new_snapshot", "to_json",
 ]

@@ -8,6 +8,7 @@ Work is handed out as effects (``RunAttempt``) and comes back as commands
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any
 
 from .commands import AttemptOutcome, DeadlineKind
@@ -24,7 +25,6 @@ from .snapshot import (
     WorkflowSnapshot,
     new_operation_snapshot,
     new_snapshot,
-    replace,
 )
 
 INTERRUPTED_OPERATION = "Operation was interrupted before workflow recovery"
