@@ -19,14 +19,14 @@ from ..exceptions import InstanceNotFound
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from .commands import _after_commit, _env
 from .locking import busy_as_error, lock_tree, root_id
-from .persistence import load_chain, save_outcome
+from .persistence import definition_of, load_chain, save_outcome
 
 logger = logging.getLogger("django_workflows")
 
 
 def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = False,
            still_due: int | None = None
-           ) -> tuple[engine.Outcome, engine.WorkflowSnapshot, engine.Workflow] | None:
+           ) -> tuple[engine.Outcome, engine.Workflow] | None:
     """Apply an internal command under the lock.
 
     None when the instance was deleted meanwhile (its attempts and deadlines with
@@ -49,7 +49,7 @@ def _apply(instance_id: Any, command: engine.Command, *, skip_locked: bool = Fal
     outcome = engine.apply(definition, tree, command, _env(None), target=str(instance_id))
     saved = save_outcome(chain, tree, outcome)
     _after_commit(saved)
-    return outcome, tree, definition
+    return outcome, definition
 
 
 def _update_attempt(token: str, values: dict[str, Any], *,
@@ -92,7 +92,7 @@ def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
         applied = _apply(instance_id, engine.AttemptStarted(token))
         if applied is None:
             return None
-        outcome, _tree, definition = applied
+        outcome, definition = applied
         if not outcome.moved:
             # Only if still queued: another worker may have claimed it meanwhile.
             Attempt.objects.filter(token=token, status=AttemptStatus.QUEUED).update(
@@ -103,8 +103,9 @@ def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
         _update_attempt(token, {"status": AttemptStatus.RUNNING, "claimed_at": now,
                                 "heartbeat_at": now, "worker": worker,
                                 "live_status": "running"})
-        definitions = engine.definitions_of(definition, outcome.snapshot, _env(None).resolve)
-        return engine.find_work(definitions, outcome.snapshot, token)
+    # Pure Python on the saved snapshot: after commit, not under the lock.
+    definitions = engine.definitions_of(definition, outcome.snapshot, definition_of)
+    return engine.find_work(definitions, outcome.snapshot, token)
 
 
 def finish_attempt(token: str, result: engine.AttemptOutcome, *,
