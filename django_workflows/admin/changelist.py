@@ -71,6 +71,12 @@ class InstanceChangeList(ChangeList):
     def get_queryset(self, request: Any, exclude_parameters: Any = None) -> QuerySet:
         return super().get_queryset(request, exclude_parameters).defer("state", "snapshot")
 
+    def get_filters(self, request: Any) -> Any:
+        try:
+            return super().get_filters(request)
+        except (OverflowError, ValueError) as error:  # a date hierarchy link past year 9999
+            raise IncorrectLookupParameters(error) from None
+
 
 class WorkflowFilter(admin.SimpleListFilter):
     title = "workflow"
@@ -130,8 +136,8 @@ class OwnerFilter(admin.SimpleListFilter):
             return queryset.filter(owner=request.user.pk)
         if value == "none":
             return queryset.filter(owner__isnull=True)
-        try:
-            owner = get_user_model()._meta.pk.to_python(value)
+        try:  # clean(): a number too big for the column is refused too
+            owner = get_user_model()._meta.pk.clean(value, None)
         except ValidationError as error:  # the changelist says so (?e=1), not a 500
             raise IncorrectLookupParameters(error) from None
         return queryset.filter(owner=owner)

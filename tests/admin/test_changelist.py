@@ -165,6 +165,13 @@ def test_owner_filter_with_a_bad_value_is_reported_not_a_500(root_client):
     assert "e=1" in response["Location"]
 
 
+def test_owner_filter_with_a_number_too_big_for_the_column_is_reported_not_a_500(root_client):
+    response = root_client.get(changelist_url(), {"owner": "9" * 20})
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+
+
 def test_search_by_instance_id_finds_that_instance(root_client):
     wanted = WorkflowInstanceFactory()
     WorkflowInstanceFactory()
@@ -222,6 +229,17 @@ def test_date_hierarchy_of_one_day_lists_that_day(root_client):
     today = timezone.localtime()
     nav = re.search(r'<nav class="toplinks">(.*?)</nav>', content, re.S).group(1)
     assert f"updated_at__day={today.day}" in nav
+
+
+@pytest.mark.parametrize("last", [{"updated_at__year": "9999"},
+                                  {"updated_at__year": "9999", "updated_at__month": "12"},
+                                  {"updated_at__year": "9999", "updated_at__month": "12",
+                                   "updated_at__day": "31"}])
+def test_date_hierarchy_at_the_last_representable_date_is_reported_not_a_500(root_client, last):
+    response = root_client.get(changelist_url(), last)
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
 
 
 def test_changelist_never_counts_the_whole_table(root_client):
