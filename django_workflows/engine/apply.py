@@ -27,13 +27,13 @@ from .errors import MigrationRequired, WorkflowError
 from .machine import Env, HookFailed, Refused
 from .navigation import NavigationMixin, check_state
 from .outcome import Event, Outcome
+from .results import WorkResultsMixin
 from .rollback import RollbackMixin
 from .schema import FieldError
 from .snapshot import WorkflowSnapshot, from_json, new_snapshot
-from .stepwork import StepWorkMixin
 
 
-class Machine(NavigationMixin, StepWorkMixin, RollbackMixin):
+class Machine(NavigationMixin, WorkResultsMixin, RollbackMixin):
     """One instance (and its nested children) changed by one command."""
 
 

@@ -2,8 +2,9 @@
 
 A :class:`Machine` holds a definition and a snapshot, replaces the snapshot
 with every change (snapshots are frozen), and collects events and effects.
-The command rules live in the mixins of ``navigation``, ``stepwork`` and
-``rollback``; this module has what they share.
+The command rules live in the mixins of ``navigation``, ``stepwork`` (work
+handed out), ``results`` (work coming back) and ``rollback``; this module has
+what they share.
 """
 
 from __future__ import annotations
@@ -268,7 +269,7 @@ class MachineCore:
         return type(self)(definition, child, self.env, events=self.events,
                           effects=self.effects, moves=self._moves)
 
-    # -- implemented by the mixins (navigation, stepwork, rollback) ----------
+    # -- implemented by the mixins (navigation, stepwork, results, rollback) -
 
     def execute_step(self, *, include_enter: bool) -> None:
         raise NotImplementedError
