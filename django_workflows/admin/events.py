@@ -42,6 +42,10 @@ class WorkflowEventAdmin(admin.ModelAdmin):
     paginator = EstimatedCountPaginator
     actions = None
 
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # The instance link needs the workflow's id, not a copy of the state on every row.
+        return super().get_queryset(request).defer("instance__state", "instance__snapshot")
+
     @admin.display(description="instance")
     def instance_link(self, event: WorkflowEvent) -> str:
         return format_html('<a href="{}">{} {}…</a>', change_url(event.instance_id),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from django_workflows.models import WorkflowEvent
@@ -30,6 +32,18 @@ def test_events_are_listed_newest_first_with_a_link_to_their_instance(root_clien
 
     assert listed(response) == [("2", "step-enter"), ("1", "start")]
     assert instance_url(instance) in response.content.decode()
+
+
+def test_events_list_does_not_read_instance_states_or_snapshots(root_client):
+    WorkflowInstanceFactory(started=True)
+
+    with CaptureQueriesContext(connection) as queries:
+        root_client.get(reverse(EVENTS))
+
+    rows = [q["sql"] for q in queries if '"django_workflows_workflowevent"."type"' in q["sql"]]
+    assert rows
+    assert not [sql for sql in rows if '"django_workflows_workflowinstance"."state"' in sql
+                or '"django_workflows_workflowinstance"."snapshot"' in sql]
 
 
 def test_events_filter_by_type(root_client):
