@@ -139,13 +139,18 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
     return outcome.moved
 
 
-def interrupt_attempt(token: str) -> bool:
-    """The attempt's worker died: apply the interruption rules."""
-    attempt = Attempt.objects.filter(token=token).only("instance_id").first()
-    if attempt is None:
-        return False
+def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
+    """The attempt's worker died: apply the interruption rules.
+
+    ``instance_id`` (the attempt's instance, as the sweep found it) saves looking it up.
+    """
+    if instance_id is None:
+        attempt = Attempt.objects.filter(token=token).only("instance_id").first()
+        if attempt is None:
+            return False
+        instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        applied = _apply(attempt.instance_id, engine.AttemptInterrupted(token))
+        applied = _apply(instance_id, engine.AttemptInterrupted(token))
         if applied is None:
             return False
         # Only if still running: its result may have come in since the sweep looked.
@@ -154,15 +159,17 @@ def interrupt_attempt(token: str) -> bool:
     return applied[0].moved
 
 
-def fire_deadline(deadline_id: int) -> bool:
-    """Fire one due deadline; False if another sweep or a command got there first."""
-    deadline = Deadline.objects.filter(pk=deadline_id).first()
-    if deadline is None:
-        return False
+def fire_deadline(deadline: Deadline | int) -> bool:
+    """Fire one due deadline (its row or id); False if a sweep or a command got there first."""
+    if not isinstance(deadline, Deadline):
+        found = Deadline.objects.filter(pk=deadline).first()
+        if found is None:
+            return False
+        deadline = found
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
         applied = _apply(deadline.instance_id, engine.DeadlineDue(deadline.kind, deadline.token),
-                         skip_locked=True, still_due=deadline_id)
+                         skip_locked=True, still_due=deadline.pk)
         if applied is None:
             return False  # busy, or already done: the next sweep looks again
-        Deadline.objects.filter(pk=deadline_id).delete()
+        Deadline.objects.filter(pk=deadline.pk).delete()
         return applied[0].moved

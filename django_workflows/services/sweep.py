@@ -28,13 +28,14 @@ class SweepReport:
 def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
     now = now or clock.now_datetime()
     report = SweepReport()
+    # One query for each kind of due row; each row is then handled in its own transaction.
     due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
-    for deadline_id in list(due.values_list("pk", flat=True)[:limit]):
-        report.fired += fire_deadline(deadline_id)
+    for deadline in list(due[:limit]):
+        report.fired += fire_deadline(deadline)
     expired = now - timedelta(seconds=workflow_settings.HEARTBEAT_TIMEOUT)
     silent = Attempt.objects.filter(status=AttemptStatus.RUNNING, heartbeat_at__lt=expired)
-    for token in list(silent.values_list("token", flat=True)[:limit]):
-        report.interrupted += interrupt_attempt(token)
+    for token, instance_id in list(silent.values_list("token", "instance_id")[:limit]):
+        report.interrupted += interrupt_attempt(token, instance_id=instance_id)
     lost_before = now - timedelta(seconds=workflow_settings.REDISPATCH_AFTER)
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)
     tokens = list(lost.values_list("token", flat=True)[:limit])
