@@ -42,8 +42,8 @@ def operation_timeout_message(timeout: float | None) -> str:
     return f"Operation timed out after {format_seconds(timeout or 0)}"
 
 
-def _check_callable(value: Any, what: str) -> None:
-    if value is not None and not callable(value):
+def _check_callable(value: Any, what: str, *, required: bool = False) -> None:
+    if (required or value is not None) and not callable(value):
         raise DefinitionError(f"{what} must be callable, not {value!r}", "not_callable")
 
 
@@ -79,9 +79,7 @@ class Operation:
     def __post_init__(self) -> None:
         _check_id(self.id, "Operation")
         what = f'Operation "{self.id}"'
-        if not callable(self.run):
-            raise DefinitionError(f"{what}: run must be callable, not {self.run!r}",
-                                  "not_callable")
+        _check_callable(self.run, f"{what}: run", required=True)
         _check_callable(self.rollback, f"{what}: rollback")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
@@ -128,9 +126,7 @@ class Branch:
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Branch")
-        if not callable(self.run):
-            raise DefinitionError(f'Branch "{self.id}": run must be callable, not {self.run!r}',
-                                  "not_callable")
+        _check_callable(self.run, f'Branch "{self.id}": run', required=True)
         _check_callable(self.compensate, f'Branch "{self.id}": compensate')
 
 
