@@ -74,8 +74,8 @@ def state_fields(error: InvalidState) -> dict[str, list[str]]:
     return fields or {"state": [error.reason]}
 
 
-def _workflow_error(exc: Exception) -> Response | None:
-    """The service's errors, each with its status."""
+def workflow_error(exc: Exception) -> Response | None:
+    """The answer to one of the service's errors, with its status; None for any other."""
     if isinstance(exc, InvalidState):
         return Response(error_body(exc.reason, exc.code, state_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)
@@ -117,7 +117,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     """
     # Not DRF's set_rollback(): a refusal may have stored something on purpose
     # (validation errors), even inside ATOMIC_REQUESTS.
-    response = _workflow_error(exc)
+    response = workflow_error(exc)
     if response is not None:
         return response
     response = drf_exception_handler(exc, context)

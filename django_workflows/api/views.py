@@ -27,7 +27,7 @@ from ..models import WorkflowEvent, WorkflowInstance
 from ..permissions import definition_allows
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
-from .errors import error_body, exception_handler
+from .errors import exception_handler, workflow_error
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
 from .permissions import InstanceAccess, listed, visible_instances
@@ -126,7 +126,9 @@ class Answer:
     def respond(self, instance: WorkflowInstance | None, refusal: WorkflowNotMoved | None
                 ) -> tuple[int, Any]:
         if refusal is not None:
-            self.first = (status.HTTP_409_CONFLICT, error_body(refusal.reason, refusal.code))
+            refused = workflow_error(refusal)
+            assert refused is not None
+            self.first = (refused.status_code, refused.data)
         else:
             assert instance is not None
             self.first = (self.success, json.loads(json.dumps(self.view.represent(instance))))
