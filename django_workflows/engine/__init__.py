@@ -4,7 +4,7 @@ It turns (definition, snapshot, command) into (new snapshot, events,
 effects). The service layer stores snapshots and carries out effects.
 """
 
-from .apply import InvalidState, Machine, apply, definitions_of, deliver, load, new_instance
+from .apply import Machine, apply, definitions_of, deliver, load, new_instance
 from .attempts import AttemptSink, OperationContext, Work, execute, find_work
 from .commands import (
     COMMANDS,
@@ -29,6 +29,7 @@ from .definition import Branch, Operation, Step, Transition, Workflow
 from .errors import (
     Cancelled,
     DefinitionError,
+    InvalidState,
     MigrationRequired,
     OperationBlockedError,
     OperationInterruptedError,

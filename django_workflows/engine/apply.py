@@ -23,26 +23,17 @@ from .commands import (
     Validate,
 )
 from .definition import Workflow
-from .errors import MigrationRequired, WorkflowError
+from .errors import InvalidState, MigrationRequired, WorkflowError
 from .machine import Env, HookFailed, Refused
 from .navigation import NavigationMixin, check_state
 from .outcome import Event, Outcome
 from .results import WorkResultsMixin
 from .rollback import RollbackMixin
-from .schema import FieldError
 from .snapshot import WorkflowSnapshot, from_json, new_snapshot
 
 
 class Machine(NavigationMixin, WorkResultsMixin, RollbackMixin):
     """One instance (and its nested children) changed by one command."""
-
-
-class InvalidState(WorkflowError):
-    """A state that breaks the definition's schema; ``field_errors`` name the fields."""
-
-    def __init__(self, message: str, field_errors: Iterable[FieldError] = ()) -> None:
-        super().__init__(message)
-        self.field_errors = tuple(field_errors)
 
 
 def new_instance(definition: Workflow, env: Env, state: Mapping[str, Any] | None = None

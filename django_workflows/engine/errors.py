@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .schema import FieldError
+
 
 class WorkflowError(Exception):
     """Base class of every error raised by django-workflows."""
@@ -17,6 +23,14 @@ class DefinitionError(WorkflowError):
     def __init__(self, message: str, kind: str = "invalid") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class InvalidState(WorkflowError):
+    """A state that breaks the definition's schema; ``field_errors`` name the fields."""
+
+    def __init__(self, message: str, field_errors: Iterable[FieldError] = ()) -> None:
+        super().__init__(message)
+        self.field_errors = tuple(field_errors)
 
 
 class MigrationRequired(WorkflowError):
