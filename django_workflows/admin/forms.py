@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from .. import registry
+from ..exceptions import InvalidState, StateTooLarge
 from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
 
 
@@ -60,3 +61,8 @@ class StateForm(forms.Form):
     state = JSONObjectField(label="State", required=True)
     # The revision the form was made from: saving over a newer one is refused.
     revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+
+
+def state_errors(error: InvalidState | StateTooLarge) -> list[str]:
+    """A state the service refused, as the state field shows it: one line per bad field."""
+    return [str(problem) for problem in error.field_errors] or [error.reason]

@@ -31,7 +31,7 @@ from .changelist import (
     search_instances,
 )
 from .commands import COMMANDS, DESTRUCTIVE, LABELS, run_bulk, run_command
-from .forms import CreateInstanceForm, StateForm, pretty_json
+from .forms import CreateInstanceForm, StateForm, pretty_json, state_errors
 from .pages import change_url, definitions_context, instance_context, live_payload
 
 
@@ -157,11 +157,8 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         try:
             instance = services.create(workflow, state=form.cleaned_data["state"],
                                        user=request.user, start=form.cleaned_data["start"])
-        except InvalidState as error:
-            form.add_error("state", [error.reason, *map(str, error.field_errors)])
-            return None
-        except StateTooLarge as error:
-            form.add_error("state", error.reason)
+        except (InvalidState, StateTooLarge) as error:
+            form.add_error("state", state_errors(error))
             return None
         except WorkflowError as error:
             form.add_error(None, str(error))
@@ -216,10 +213,8 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         try:
             services.update_state(instance, form.cleaned_data["state"], user=request.user,
                                   expected_revision=expected)
-        except StateTooLarge as error:
-            form.add_error("state", error.reason)
-        except InvalidState as error:
-            form.add_error("state", [str(e) for e in error.field_errors] or [error.reason])
+        except (InvalidState, StateTooLarge) as error:
+            form.add_error("state", state_errors(error))
         except StaleRevision as error:
             form.add_error(None, f"Not saved: someone changed this instance while you edited "
                                  f"it (revision {error.actual}, your edit started from "

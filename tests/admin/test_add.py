@@ -61,6 +61,14 @@ def test_adding_with_a_state_that_breaks_the_schema_shows_why(root_client):
     assert not WorkflowInstance.objects.exists()
 
 
+def test_adding_with_a_state_that_breaks_the_schema_shows_each_error_once(root_client):
+    response = add(root_client, "wizard", {"plan": "gold", "email": 3})
+
+    content = response.content.decode()
+    assert content.count("plan: &#x27;gold&#x27; is not one of") == 1
+    assert content.count("email: 3 is not of type") == 1
+
+
 def test_adding_with_a_state_that_is_not_json_shows_why(root_client):
     response = add(root_client, "wizard", "{nope")
 
