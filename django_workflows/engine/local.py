@@ -92,7 +92,7 @@ class _Sink:
 class LocalExecutor:
     """Instances of some workflows, kept in memory and driven by commands."""
 
-    def __init__(self, *definitions: Workflow, clock: Any = None, autorun: bool = True,
+    def __init__(self, *definitions: Workflow, clock: FakeClock | None = None, autorun: bool = True,
                  user: Any = None, call: Callable[..., Any] | None = None,
                  observers: tuple[Callable[[Event], Any], ...] = ()) -> None:
         self.definitions = {d.id: d for d in definitions}
@@ -106,7 +106,7 @@ class LocalExecutor:
         self.events: list[Event] = []
         self.pending: list[RunAttempt] = []  # attempts not yet claimed
         self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
-        self.deadlines: dict[str, SetDeadline] = {}
+        self.deadlines: dict[tuple[str, str], SetDeadline] = {}  # by (token, kind)
         self.observer_errors: list[BaseException] = []
         self._busy = False  # work runs only from the outermost command
 
@@ -193,7 +193,7 @@ class LocalExecutor:
             if effect.token in self.live:
                 self.live[effect.token].stop_reason = effect.reason
         elif isinstance(effect, SetDeadline):
-            self.deadlines[effect.token + effect.kind] = effect
+            self.deadlines[effect.token, effect.kind] = effect
         elif isinstance(effect, ClearDeadline):
             self.deadlines = {k: d for k, d in self.deadlines.items() if d.token != effect.token}
 
@@ -251,7 +251,7 @@ class LocalExecutor:
             deadline = due[0]
             if deadline.at > self.clock.now():
                 self.clock.advance(deadline.at - self.clock.now())
-            del self.deadlines[deadline.token + deadline.kind]
+            del self.deadlines[deadline.token, deadline.kind]
             self.fire(deadline)
         if end > self.clock.now():
             self.clock.advance(end - self.clock.now())
