@@ -152,8 +152,7 @@ class NavigationMixin(MachineCore):
 
     def resume_work(self) -> None:
         """An unblocked step goes on: its unfinished work runs (with a fresh timeout)."""
-        if self.snap.current_step is not None:
-            self.execute_step(include_enter=False)
+        self.execute_step(include_enter=False)  # without a current step, nothing to do
 
     def retry(self) -> None:
         if self.snap.stopping:
