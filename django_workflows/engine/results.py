@@ -181,14 +181,24 @@ class WorkResultsMixin(StepWorkMixin):
         elif kind == "attempt-timeout":
             self.attempt_timed_out(token)
         elif kind == "retry":
-            operation = next((op for op in self.snap.operations
-                              if op.token == token and op.status == "waiting"), None)
-            definition = operation and self.definition.find_operation(operation.id)
-            if operation is None or definition is None:
-                raise Refused("stale_deadline", "The retry is no longer due")
-            self.queue_attempt(operation, definition, operation.attempt + 1, token)
+            self.retry_due(token)
         else:
             raise Refused("stale_deadline", f"Unknown deadline kind {kind!r}")
+
+    def due_operation(self, token: str, statuses: tuple[str, ...], stale: str
+                      ) -> tuple[OperationSnapshot, Operation]:
+        """The operation whose deadline ``token`` names, while in ``statuses``; else stale."""
+        operation = next((op for op in self.snap.operations
+                          if op.token == token and op.status in statuses), None)
+        definition = operation and self.definition.find_operation(operation.id)
+        if operation is None or definition is None:
+            raise Refused("stale_deadline", stale)
+        return operation, definition
+
+    def retry_due(self, token: str) -> None:
+        operation, definition = self.due_operation(token, ("waiting",),
+                                                   "The retry is no longer due")
+        self.queue_attempt(operation, definition, operation.attempt + 1, token)
 
     def step_timed_out(self, token: str) -> None:
         run = self.snap.step_run
@@ -202,11 +212,8 @@ class WorkResultsMixin(StepWorkMixin):
         self.fail(message, run.step)
 
     def attempt_timed_out(self, token: str) -> None:
-        operation = next((op for op in self.snap.operations if op.token == token
-                          and op.status in ("running", "retrying")), None)
-        definition = operation and self.definition.find_operation(operation.id)
-        if operation is None or definition is None:
-            raise Refused("stale_deadline", "The attempt deadline is no longer current")
+        operation, definition = self.due_operation(token, ("running", "retrying"),
+                                                   "The attempt deadline is no longer current")
         error = ErrorInfo("OperationTimeoutError", operation_timeout_message(definition.timeout))
         operation = replace(operation, error=error)
         retries_left = operation.attempt < definition.max_attempts
