@@ -142,7 +142,9 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
 def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
     """The attempt's worker died: apply the interruption rules.
 
-    ``instance_id`` (the attempt's instance, as the sweep found it) saves looking it up.
+    False when the instance is busy (the next sweep looks again) or the attempt
+    was no longer the current one. ``instance_id`` (the attempt's instance, as the
+    sweep found it) saves looking it up.
     """
     if instance_id is None:
         attempt = Attempt.objects.filter(token=token).only("instance_id").first()
@@ -150,9 +152,9 @@ def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
             return False
         instance_id = attempt.instance_id
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        applied = _apply(instance_id, engine.AttemptInterrupted(token))
+        applied = _apply(instance_id, engine.AttemptInterrupted(token), skip_locked=True)
         if applied is None:
-            return False
+            return False  # busy, or deleted meanwhile
         # Only if still running: its result may have come in since the sweep looked.
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")

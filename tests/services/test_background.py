@@ -347,6 +347,44 @@ def test_sweep_interrupts_an_attempt_whose_heartbeat_expired():
     assert charge["error"]["message"] == "Operation was interrupted before workflow recovery"
 
 
+@pytest.mark.postgres
+def test_sweep_passes_over_a_silent_attempt_whose_instance_is_busy_and_goes_on():
+    busy, busy_token = claimed_back_office()
+    HoldingRunner.held.clear()
+    other, other_token = claimed_back_office()
+    silence(busy_token)
+    silence(other_token)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_instance() -> None:
+        try:
+            with transaction.atomic():
+                WorkflowInstance.objects.select_for_update().get(pk=busy.pk)
+                holding.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_instance, daemon=True)
+    holder.start()
+    assert holding.wait(30)
+    try:
+        with runner(HOLDING):
+            report = services.sweep()
+    finally:
+        release.set()
+        holder.join(30)
+    assert not holder.is_alive()
+
+    assert report.interrupted == 1
+    assert Attempt.objects.get(token=busy_token).status == "running"
+    assert Attempt.objects.get(token=other_token).status == "interrupted"
+    assert row_of(other).status == "failed"
+    with runner(HOLDING):
+        assert services.sweep().interrupted == 1  # the next sweep gets it
+    assert row_of(busy).status == "failed"
+
+
 def test_sweep_leaves_an_attempt_with_a_recent_heartbeat():
     instance, token = claimed_back_office()
 
