@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from .errors import OperationBlockedError
 from .snapshot import ErrorInfo, OperationSnapshot, Progress
 
 
@@ -75,7 +76,7 @@ class AttemptOutcome:
 
     @property
     def blocked(self) -> bool:
-        return self.error is not None and self.error.name == "OperationBlockedError"
+        return self.error is not None and self.error.name == OperationBlockedError.__name__
 
 
 @dataclass(frozen=True)
