@@ -62,9 +62,12 @@ def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstan
         return Result(False, f"{label} not done: {error}", messages.WARNING)
     except WorkflowError as error:
         return Result(False, f"{label} failed: {error}", messages.ERROR)
-    # Work the command handed to an in-process runner may have moved it on since.
-    now = WorkflowInstance.objects.filter(pk=moved.pk).first() or moved
-    return Result(True, f"{label}: done; the instance is now {describe(now)}.", messages.SUCCESS)
+    # Work the command handed to an in-process runner may have moved it on since; the
+    # message needs its status and step, not its state and snapshot (a bulk action runs this
+    # once per selected instance).
+    now = WorkflowInstance.objects.filter(pk=moved.pk).only("status", "current_step").first()
+    return Result(True, f"{label}: done; the instance is now {describe(now or moved)}.",
+                  messages.SUCCESS)
 
 
 def run_bulk(model_admin: Any, request: HttpRequest, instances: list[WorkflowInstance],
