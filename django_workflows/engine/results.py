@@ -141,7 +141,8 @@ class WorkResultsMixin(StepWorkMixin):
                                    token=None))
         self.emit("operation-failed", step=operation.step, operation=operation.id,
                   error=error.message)
-        if self.snap.status == "running" and operation.step == self.snap.current_step:
+        if (self.snap.status in ("running", "blocked")
+                and operation.step == self.snap.current_step):
             self.fail(error.message, operation.step, operation=operation.id)
 
     def branch_finished(self, branch: BranchSnapshot, outcome: AttemptOutcome) -> None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from .definition import Operation, Step
 from .machine import HookFailed, MachineCore, Refused
+from .navigation import check_state
 from .outcome import ClearDeadline, RunAttempt, SetDeadline, StopAttempt
 from .snapshot import (
     AttemptKind,
@@ -68,9 +69,14 @@ class StepWorkMixin(MachineCore):
         if child is None or child.status == "cancelled":
             self.cancel_child()
             definition = self.nested_definition(step)
-            child = new_snapshot(self.env.new_id(), definition.id, definition.version,
-                                 definition.initial_state(), parent_id=self.snap.id,
-                                 parent_step=step.id)
+            try:  # the child's initial state meets its schema, as create() demands
+                state = check_state(definition.state_schema, definition.initial_state())
+            except Refused as refusal:
+                message = f'Nested workflow "{definition.id}" cannot start: {refusal.message}'
+                self.fail(message, step.id)
+                raise HookFailed(message) from None
+            child = new_snapshot(self.env.new_id(), definition.id, definition.version, state,
+                                 parent_id=self.snap.id, parent_step=step.id)
             self.set(nested=child)
             command = "start"
         elif child.status in ("failed", "blocked"):
@@ -154,7 +160,7 @@ class StepWorkMixin(MachineCore):
             self._advancing = False
 
     def advance_once(self) -> None:
-        if self.snap.status != "running":
+        if self.snap.status not in ("running", "blocked"):
             return
         step = self.current_step_definition()
         if step is None:
@@ -166,6 +172,8 @@ class StepWorkMixin(MachineCore):
         if failed:
             self.fail_parallel(step.id, failed)
             return
+        if self.snap.status != "running":
+            return  # blocked (by validate): failures count, but nothing new starts
         for definition in step.operations:
             operation = self.snap.operation(definition.id)
             if operation is not None and operation.status == "succeeded":

@@ -319,3 +319,17 @@ def test_a_parent_completing_cancels_a_child_left_running_by_back():
 
     assert x.snapshot(i).status == "completed"
     assert types(x, child)[-1] == "cancel"
+
+
+def test_a_child_whose_initial_state_breaks_its_schema_fails_the_parent_step():
+    child = Workflow("strict-child", steps=[Step("c1")], initial={"age": -1},
+                     state_schema={"type": "object",
+                                   "properties": {"age": {"type": "integer", "minimum": 0}}})
+    x, i = started(parent_workflow(child))
+
+    outcome = x.next(i)
+
+    snap = x.snapshot(i)
+    assert (snap.status, snap.current_step, snap.nested) == ("failed", "nest", None)
+    assert outcome.error == snap.errors[0]
+    assert snap.errors[0].startswith('Nested workflow "strict-child" cannot start: age: ')

@@ -714,3 +714,17 @@ def test_a_step_blocked_by_validate_goes_on_with_its_work_once_validate_passes()
     assert calls == ["first", "second"]
     assert op(x, i, "second").status == "succeeded"
     assert x.snapshot(i).status == "running"
+
+
+def test_an_operation_that_fails_for_good_while_validate_blocks_the_step_fails_it():
+    calls = Calls()
+    wf = chain(Step("work", validate=lambda ctx: "Not yet",
+                    operations=[Operation("op", run=calls.failing("op", "down"))]))
+    x, i = started(wf, autorun=False)
+    token = x.claim()
+    assert not x.validate(i).moved
+
+    x.finish(token)
+
+    assert (x.snapshot(i).status, x.snapshot(i).errors) == ("failed", ("down",))
+    assert op(x, i, "op").status == "failed"

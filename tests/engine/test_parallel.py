@@ -224,3 +224,16 @@ def test_a_second_claim_of_a_running_branch_is_refused_so_it_never_runs_twice():
     x.finish(first)
     assert calls == ["b"]
     assert branch_statuses(x, i) == {"b": "succeeded"}
+
+
+def test_a_branch_that_fails_while_validate_blocks_the_step_still_fails_it():
+    calls = Calls()
+    wf = Workflow("wf", steps=[Step("fan", validate=lambda ctx: "Not yet", parallel=[
+        Branch("ok", run=calls.run("ok")), Branch("bad", run=calls.failing("bad", "broken"))])])
+    x, i = started(wf, autorun=False)
+    assert not x.validate(i).moved  # blocked while both branches run
+
+    x.run_pending()
+
+    assert x.snapshot(i).status == "failed"
+    assert x.snapshot(i).errors[0] == 'Parallel workflow step "fan" failed'
