@@ -18,7 +18,7 @@ from django.db import transaction
 
 from .. import clock, engine
 from ..conf import workflow_settings
-from ..exceptions import InvalidState, StaleRevision, WorkflowNotMoved
+from ..exceptions import InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
 from ..models import IdempotencyKey, WorkflowInstance
 from ..signals import announce
 from . import idempotency
@@ -83,7 +83,7 @@ def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
             fingerprint: str | None = None, respond: Respond | None = None,
             lock_timeout: float | None = None) -> WorkflowInstance:
     """Apply ``command`` to an instance; raise :class:`WorkflowNotMoved` if refused."""
-    instance_id = str(instance.pk if isinstance(instance, WorkflowInstance) else instance)
+    instance_id = _id_of(instance)
     if isinstance(command, engine.UpdateState) and isinstance(command.value, Mapping):
         check_state_size(command.value)  # before taking any lock
     if lock_timeout is None:
@@ -118,6 +118,16 @@ def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
     if refusal is not None:
         raise refusal
     return target
+
+
+def _id_of(instance: InstanceRef) -> str:
+    """The id as the rows spell it (``str(row.pk)``); InstanceNotFound when it is no id."""
+    if isinstance(instance, WorkflowInstance):
+        return str(instance.pk)
+    try:
+        return str(instance if isinstance(instance, UUID) else UUID(str(instance)))
+    except ValueError:
+        raise InstanceNotFound(f"No workflow instance {instance}") from None
 
 
 def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:

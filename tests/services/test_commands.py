@@ -180,6 +180,19 @@ def test_a_command_on_an_unknown_instance_raises_instance_not_found():
         services.start(uuid.uuid4())
 
 
+def test_a_command_finds_an_instance_by_its_id_in_any_spelling():
+    instance = services.create("wizard")
+
+    started = services.start(str(instance.pk).upper())
+
+    assert (started.pk, started.status) == (instance.pk, "running")
+
+
+def test_a_command_on_a_malformed_id_raises_instance_not_found():
+    with pytest.raises(InstanceNotFound):
+        services.start("not-an-id")
+
+
 # -- next -----------------------------------------------------------------------------------
 
 
