@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import registry
 from ..engine import Workflow
+from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
 from ..queries import live_operations
 from ..storable import json_problems
 
-OPERATION_STATUSES = ["idle", "queued", "running", "waiting", "blocked", "retrying",
-                      "succeeded", "failed", "cancelled", "skipped"]
-BRANCH_STATUSES = ["running", "succeeded", "failed", "cancelled"]
+OPERATION_STATUSES = list(get_args(OperationStatus))
+BRANCH_STATUSES = list(get_args(BranchStatus))
 
 NULLABLE_STRING = {"type": "string", "nullable": True}
 
