@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .graph import marks_for
 from .models import Attempt, AttemptStatus, WorkflowInstance
 
 # What a running attempt reports on its own row until it ends, by fencing token.
@@ -50,3 +51,10 @@ def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = 
                   else None}
         merged.append(op)
     return merged
+
+
+def marks_of(instance: WorkflowInstance) -> dict[str, str]:
+    """Where the instance stands, as its diagram marks the steps."""
+    return marks_for(status=instance.status, current_step=instance.current_step,
+                     completed_steps=instance.completed_steps,
+                     skipped_steps=instance.skipped_steps)

@@ -15,9 +15,9 @@ from django.utils.safestring import mark_safe
 
 from .. import registry
 from ..engine import Workflow
-from ..graph import marks_for, to_svg
+from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
-from ..queries import live_operations
+from ..queries import live_operations, marks_of
 
 EVENTS_PER_PAGE = 25
 LOG_LINES = 10
@@ -32,11 +32,7 @@ def diagram(definition: Workflow | None, instance: WorkflowInstance | None = Non
     """The definition as inline SVG, with the instance's steps marked."""
     if definition is None:
         return ""
-    marks = None
-    if instance is not None:
-        marks = marks_for(status=instance.status, current_step=instance.current_step,
-                          completed_steps=instance.completed_steps,
-                          skipped_steps=instance.skipped_steps)
+    marks = marks_of(instance) if instance is not None else None
     return mark_safe(to_svg(definition, marks))  # to_svg escapes every text it draws
 
 

@@ -6,8 +6,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from ... import registry
-from ...graph import marks_for, to_dot, to_mermaid, to_svg
+from ...graph import to_dot, to_mermaid, to_svg
 from ...models import WorkflowInstance
+from ...queries import marks_of
 
 RENDERERS = {"svg": to_svg, "mermaid": to_mermaid, "dot": to_dot}
 
@@ -39,8 +40,6 @@ class Command(BaseCommand):
             if row.workflow != definition.id:
                 raise CommandError(f"Instance {instance} is a {row.workflow!r} instance, "
                                    f"not {definition.id!r}.")
-            marks = marks_for(status=row.status, current_step=row.current_step,
-                              completed_steps=row.completed_steps,
-                              skipped_steps=row.skipped_steps)
+            marks = marks_of(row)
         output = RENDERERS[format](definition, marks)
         self.stdout.write(output, ending="" if output.endswith("\n") else "\n")
