@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from .. import engine, registry
@@ -195,8 +196,8 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
         if token not in attempts:
             by_reason[reason].append(token)
     for reason, tokens in by_reason.items():
-        Attempt.objects.filter(token__in=tokens).update(stop_reason=reason)
-        # One that no worker claimed yet never will: the claim would be refused.
-        Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
-            status=AttemptStatus.DROPPED)
+        # One that no worker claimed yet never will run: the claim would be refused.
+        Attempt.objects.filter(token__in=tokens).update(stop_reason=reason, status=Case(
+            When(status=AttemptStatus.QUEUED, then=Value(AttemptStatus.DROPPED.value)),
+            default=F("status")))
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
