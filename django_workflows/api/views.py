@@ -208,8 +208,8 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         # Filters and ordering shape the list only; a detail URL names one instance.
         return super().filter_queryset(queryset) if self.action == "list" else queryset
 
-    def represent(self, instance: WorkflowInstance, **context: Any) -> dict[str, Any]:
-        return InstanceSerializer(instance, context={"request": self.request, **context}).data
+    def represent(self, instance: WorkflowInstance) -> dict[str, Any]:
+        return InstanceSerializer(instance, context={"request": self.request}).data
 
     def location_of(self, instance: WorkflowInstance) -> str:
         namespace = self.request.resolver_match.namespace if self.request.resolver_match else ""
@@ -220,8 +220,8 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             return ""
 
     def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(listed(request.user,
-                                                                   self.get_queryset())))
+        instances = listed(request.user, self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(instances))
         assert page is not None
         serializer = InstanceSerializer(page, many=True, context={
             "request": request, "children": children_of(page), "attempts": live_attempts(page)})
