@@ -55,8 +55,7 @@ def replay(row: IdempotencyKey) -> Any:
     if (row.status_code or 0) >= 400 and "code" in response:
         raise WorkflowNotMoved(response.get("detail", ""), response["code"],
                                instance=row.instance)
-    instance = row.instance
+    instance = row.instance  # read now, as it stands (the key row was just read too)
     if instance is not None:
-        instance.refresh_from_db()
         instance.replayed = (row.status_code, row.response)
     return instance
