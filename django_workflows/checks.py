@@ -93,12 +93,15 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                 hint=f"Known settings: {', '.join(sorted(DEFAULTS))}",
                                 id="django_workflows.E010"))
         elif name == "RUNNER":
-            if value is not None:
+            if isinstance(value, str):
                 try:
                     import_string(value)
                 except ImportError as error:
                     errors.append(Error(f"{SETTING_NAME}['RUNNER'] cannot be imported: {error}",
                                         id="django_workflows.E010"))
+            elif value is not None and not callable(value):
+                errors.append(Error(f"{SETTING_NAME}['RUNNER'] must be a dotted path or a "
+                                    f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
         elif not _positive_number(value):

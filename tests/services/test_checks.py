@@ -16,6 +16,7 @@ from django.core.checks import Error, Warning, run_checks
 from django.test import override_settings
 
 from django_workflows import Step, Workflow, checks, register, registry
+from django_workflows.runners.immediate import Runner as ImmediateRunner
 
 SOUND_SQLITE = {
     "ENGINE": "django.db.backends.sqlite3",
@@ -180,6 +181,19 @@ def test_e010_a_runner_that_cannot_be_imported():
 
     assert problem.msg.startswith("DJANGO_WORKFLOWS['RUNNER'] cannot be imported: ")
     assert "nowhere" in problem.msg
+
+
+@override_settings(DJANGO_WORKFLOWS={"RUNNER": ImmediateRunner})
+def test_a_runner_given_as_a_class_passes():
+    assert checks.check_settings() == []
+
+
+@override_settings(DJANGO_WORKFLOWS={"RUNNER": 3})
+def test_e010_a_runner_that_is_neither_a_dotted_path_nor_a_class():
+    (problem,) = with_id(checks.check_settings(), "E010")
+
+    assert problem.msg == ("DJANGO_WORKFLOWS['RUNNER'] must be a dotted path or a runner "
+                           "class, not 3")
 
 
 @override_settings(DJANGO_WORKFLOWS=["LOCK_TIMEOUT", 3])
