@@ -182,8 +182,12 @@ class WorkflowTester:
             raise AssertionError(f"Events {actual} != {list(expected)}")
 
     def _tree_ids(self, instance: Any) -> list[Any]:
-        ids = [getattr(instance, "pk", instance)]
-        ids += list(WorkflowInstance.objects.filter(parent_id__in=ids).values_list("pk", flat=True))
+        """The instance's id and those of its children, their children, and so on."""
+        ids = level = [getattr(instance, "pk", instance)]
+        while level:
+            level = list(WorkflowInstance.objects.filter(parent_id__in=level)
+                         .values_list("pk", flat=True))
+            ids = [*ids, *level]
         return ids
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from django_workflows import Operation, Step, Workflow, registry
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.testing import WorkflowTester
 
@@ -69,3 +70,30 @@ def test_assert_events_checks_the_event_types_in_order():
         wf.assert_events(instance, ["start", "validate"], contains=True)
         with pytest.raises(AssertionError):
             wf.assert_events(instance, ["validate", "start"], contains=True)
+
+
+@pytest.fixture
+def three_levels():
+    """outer > middle > inner, whose operation fails once and is retried 5 s later."""
+    def flaky(ctx):
+        if ctx.attempt == 1:
+            raise RuntimeError("not yet")
+        return "done"
+
+    inner = Workflow(id="testing-inner", steps=[Step("work", advance="auto", operations=[
+        Operation("flaky", run=flaky, retries=1, retry_delay=5)])])
+    middle = Workflow(id="testing-middle", steps=[Step("inner", nested=inner, advance="auto")])
+    outer = Workflow(id="testing-outer", steps=[Step("middle", nested=middle, advance="auto")])
+    registry.register(outer, origin="tests.test_testing")
+    yield outer
+    for definition in (outer, middle, inner):
+        registry.unregister(definition.id)
+
+
+def test_run_to_completion_waits_out_the_deadlines_of_a_grandchild(three_levels):
+    with WorkflowTester() as wf:
+        instance = wf.create("testing-outer", start=True)
+
+        done = wf.run_to_completion(instance)
+
+    assert done.status == "completed"
