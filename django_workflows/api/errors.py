@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
@@ -39,6 +40,7 @@ REQUEST_TOO_LARGE = "request_too_large"
 MIGRATION_REQUIRED = "migration_required"
 UNKNOWN_WORKFLOW = "unknown_workflow"
 BUSY = "busy"
+DATABASE_UNAVAILABLE = "database_unavailable"
 
 
 def error_body(detail: str, code: str, fields: Mapping[str, list[str]] | None = None
@@ -101,6 +103,14 @@ def workflow_error(exc: Exception) -> Response | None:
         return Response(error_body(str(exc), UNKNOWN_WORKFLOW), status=status.HTTP_409_CONFLICT)
     if isinstance(exc, MigrationRequired):
         return Response(error_body(str(exc), MIGRATION_REQUIRED), status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, OperationalError | InterfaceError):
+        # The database went away (a restart, a failover): a passing outage, not a bug.
+        # Only a lost COMMIT leaves it unknown whether a write happened, which is what
+        # the Idempotency-Key of a retried request settles.
+        return Response(error_body("The database is not available right now; try again in "
+                                   "a moment, with the same Idempotency-Key for a write.",
+                                   DATABASE_UNAVAILABLE),
+                        status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "1"})
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response(error_body(f"The request body is larger than the limit of {limit} bytes",

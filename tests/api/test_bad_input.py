@@ -6,6 +6,7 @@ import json
 import uuid
 
 import pytest
+from django.db import InterfaceError, OperationalError, connection
 from django.test import override_settings
 
 from django_workflows.models import WorkflowInstance
@@ -264,3 +265,25 @@ def test_a_bad_filter_value_answers_400(api, query):
 
 def test_a_page_that_does_not_exist_answers_a_json_404(api):
     error(api.get("/api/instances/", {"page": 99}), 404)
+
+
+# -- the database going away -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failure", [
+    OperationalError("the database system is shutting down"),
+    InterfaceError("connection already closed"),
+])
+def test_a_database_outage_answers_a_json_503_to_try_again(api, make_instance, failure):
+    instance = make_instance()
+
+    def database_gone(execute, sql, params, many, context):
+        raise failure
+
+    with connection.execute_wrapper(database_gone):
+        response = api.post(url(instance, "start"))
+
+    assert error(response, 503)["code"] == "database_unavailable"
+    assert response["Retry-After"] == "1"
+    instance.refresh_from_db()
+    assert instance.status == "idle"
