@@ -534,6 +534,33 @@ def unsettled(data: Data) -> list[str]:
                 or row["status"] == "rolling-back"))]
 
 
+def describe(data: Data, instance_id: str) -> dict[str, Any]:
+    """What an operator would look at first: where the instance is and what its work does."""
+    row = data.instances[instance_id]
+    snapshot = row["snapshot"]
+
+    def age(moment: datetime | None) -> float | None:
+        return None if moment is None else round((data.now - moment).total_seconds(), 1)
+
+    return {
+        "id": instance_id, "workflow": row["workflow"], "status": row["status"],
+        "current_step": row["current_step"], "revision": row["revision"],
+        "operations": [{k: o.get(k) for k in ("id", "status", "attempt", "token")}
+                       for o in snapshot.get("operations") or []],
+        "parallel": [{k: b.get(k) for k in ("id", "status", "token")}
+                     for b in snapshot.get("parallel") or []],
+        "attempts": [{"token": a["token"], "kind": a["kind"], "target": a["target"],
+                      "status": a["status"], "stop_reason": a["stop_reason"],
+                      "enqueued_s_ago": age(a["enqueued_at"]),
+                      "heartbeat_s_ago": age(a["heartbeat_at"])}
+                     for a in data.attempts_of(instance_id)],
+        "deadlines": [{"kind": d["kind"], "due_in_s": -(age(d["due_at"]) or 0)}
+                      for d in data.deadlines if d["instance_id"] == instance_id],
+        "last_events": [f"{e['type']} {e['step'] or ''}".strip()
+                        for e in data.events.get(instance_id, [])[-10:]],
+    }
+
+
 def summary(data: Data) -> dict[str, Any]:
     by_status: Counter[str] = Counter()
     for row in data.instances.values():

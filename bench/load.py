@@ -35,7 +35,8 @@ flight, bounded), then checks the invariants of ``bench/invariants.py`` on the
 database, and reports requests per second, p50/p99 latency per endpoint,
 statuses, faults injected and survived, work hit and recovered, and what was
 lost. The exit status is 1 when an invariant breaks, something was lost, a
-request failed for good, or a 5xx came outside a database outage.
+request failed for good, or the server answered a 5xx other than the API's
+503 ``database_unavailable`` while PostgreSQL restarts.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ PY = sys.executable
 ARTIFACTS = ROOT / "artifacts" / "load"
 PASSWORD = "load-test-password"
 OPERATOR = "load-operator"
+FAULTS_USER = "load-faults"  # places the slow orders whose workers the injector kills
 INTERRUPTED = "Workflow work was interrupted and must be retried"
 
 
@@ -645,6 +647,7 @@ SETUP = """
 from django.contrib.auth.models import User
 from example_project.shop.models import StockItem
 User.objects.create_superuser("{operator}", "op@example.com", "{password}")
+User.objects.create_user("{faults_user}", "faults@example.com", "{password}")
 for n in range({clients}):
     User.objects.create_user(f"load-{{n}}", f"load-{{n}}@example.com", "{password}")
 for sku, price in {items!r}:
@@ -665,6 +668,8 @@ class Run:
         self.processes: dict[str, Process] = {}
         self.stats = Stats()
         self.faults: list[Fault] = []
+        self.targets = 0  # slow orders the injector placed to have a worker to kill
+        self.target_client: Client | None = None
         self.deaths: list[str] = []
         self.purge: dict[str, Any] = {}
         self.rng = random.Random(config.seed)
@@ -705,7 +710,8 @@ class Run:
         with self.pg.connect(autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.database}"')
             conn.execute(f'CREATE DATABASE "{self.database}" TEMPLATE "{template}"')
-        self.manage("shell", "-c", SETUP.format(operator=OPERATOR, password=PASSWORD,
+        self.manage("shell", "-c", SETUP.format(operator=OPERATOR, faults_user=FAULTS_USER,
+                                                password=PASSWORD,
                                                 clients=self.config.clients,
                                                 items=ORDER_ITEMS))
         self.seed_finished(self.config.seed_finished)
@@ -806,6 +812,7 @@ class Run:
         pg_at = c.seconds * 0.35
         redis_at = c.seconds * 0.7 if self.redis is not None else None
         next_kill = self.rng.uniform(*c.kill_every)
+        planted_at: float | None = None
         while not stop.is_set():
             now = self.now()
             if pg_at is not None and now >= pg_at:
@@ -825,10 +832,24 @@ class Run:
                 redis_at = None
             elif now >= next_kill:
                 victim = self.kill_worker()
-                if victim:  # none busy: try again in a moment
+                if victim:
                     self.faults.append(Fault("kill-9-worker", self.now(), self.now(), victim))
                     next_kill = now + self.rng.uniform(*c.kill_every)
+                    planted_at = None
+                elif planted_at is None or now - planted_at > 10:
+                    # No worker is busy with a slow charge: place one, so every kill due
+                    # hits real work instead of waiting on the clients' luck.
+                    self.plant_target()
+                    planted_at = now
             stop.wait(0.2)
+
+    def plant_target(self) -> None:
+        if self.target_client is None:
+            return
+        self.targets += 1
+        state = order_state(self.rng, self.targets, "pm_card_slow")
+        self.target_client.create("order-fulfilment", {**state, "order_number":
+                                                       f"F-{self.targets}"})
 
     # -- purge under load ---------------------------------------------------------------------
 
@@ -854,6 +875,8 @@ class Run:
         operator = Operator(Client(self.base, OPERATOR, self.stats), load_over)
         sessions = [(Client(self.base, f"load-{n}", self.stats),
                      Client(self.base, OPERATOR, self.stats)) for n in range(c.clients)]
+        if c.faults:
+            self.target_client = Client(self.base, FAULTS_USER, self.stats)
         others: list[str] = []
         self.stats.started = time.monotonic()
         end = self.stats.started + c.seconds
@@ -955,14 +978,15 @@ class Run:
             "drain_seconds": round(drained, 1), "http": self.http_report(),
             "faults": faults, "faults_injected": len(faults),
             "faults_survived": sum(1 for f in faults if f["survived"]),
-            "process_deaths": self.deaths,
+            "kill_targets_placed": self.targets, "process_deaths": self.deaths,
             "work_hit": {"instances_interrupted": len(hit), "attempts_interrupted": interrupted,
                          "attempts_handed_out_again": redispatched,
                          "operator_retries": sum(operator.retries.values()),
                          "operator_rollbacks": sum(operator.rollbacks.values())},
             "work_recovered": len(recovered),
             "lost": lost, "still_failed_after_interruption": still_failed[:20],
-            "unsettled": unsettled[:20], "purge": self.purge_report(),
+            "unsettled": [invariants.describe(data, i) for i in unsettled[:20]],
+            "purge": self.purge_report(),
             "invariants": {name: {"violations": len(v), "first": v[:10]}
                            for name, v in results.items()},
             "invariant_violations": violations,
@@ -989,14 +1013,17 @@ class Run:
         for sample in samples:
             by_endpoint[sample.endpoint].append(sample)
         windows = self.outage_windows()
-        in_outage = [s for s in samples if s.status == 0 or s.status >= 500
-                     if any(a <= s.at <= b for a, b in windows)]
+        def in_window(s: Sample) -> bool:
+            return any(a <= s.at <= b for a, b in windows)
+
+        # While the database restarts the API answers 503 (database_unavailable) or the
+        # connection drops; any other 5xx, or a 503 at any other time, is a failure.
+        in_outage = [s for s in samples if s.status in (0, 503) and in_window(s)]
         # No answer at all (a kept-alive connection the server closed as the request went
         # out) is the client's retry to make; a 5xx is the server's failure.
         outside = [s for s in samples if s.status >= 500
-                   and not any(a <= s.at <= b for a, b in windows)]
-        no_answer = [s for s in samples if s.status == 0
-                     and not any(a <= s.at <= b for a, b in windows)]
+                   and not (s.status == 503 and in_window(s))]
+        no_answer = [s for s in samples if s.status == 0 and not in_window(s)]
         endpoints = {}
         for name, items in sorted(by_endpoint.items()):
             times = [s.seconds * 1000 for s in items]
@@ -1007,10 +1034,10 @@ class Run:
                 "requests_per_second": round(len(during) / max(self.load_seconds, 1), 1),
                 "statuses": dict(Counter(str(s.status) for s in samples)),
                 "endpoints": endpoints,
-                "errors_5xx_in_db_outage": len(in_outage),
-                "errors_5xx_outside_outage": len(outside),
+                "unavailable_in_db_outage": len(in_outage),
+                "server_errors": len(outside),
                 "no_answer_outside_outage": len(no_answer),
-                "first_5xx_outside_outage": [asdict(s) for s in outside[:5]],
+                "first_server_errors": [asdict(s) for s in outside[:5]],
                 "failed_after_retries": len(self.stats.failed_for_good),
                 "first_failed_after_retries": self.stats.failed_for_good[:5],
                 "unexpected_statuses": dict(self.stats.unexpected),
@@ -1070,9 +1097,9 @@ def print_report(report: dict[str, Any]) -> None:
         for name, e in http["endpoints"].items():
             statuses = " ".join(f"{k}:{v}" for k, v in sorted(e["statuses"].items()))
             print(f"{name:<10} {e['requests']:>9} {e['p50_ms']:>8} {e['p99_ms']:>8}  {statuses}")
-        print(f"5xx or no answer during the database restart: "
-              f"{http['errors_5xx_in_db_outage']} (answered on retry); 5xx otherwise: "
-              f"{http['errors_5xx_outside_outage']}; no answer otherwise: "
+        print(f"503 or no answer during the database restart: "
+              f"{http['unavailable_in_db_outage']} (answered on retry); other 5xx: "
+              f"{http['server_errors']}; no answer otherwise: "
               f"{http['no_answer_outside_outage']}; failed after "
               f"retries: {http['failed_after_retries']}; cross-user leaks: "
               f"{http['cross_user_leaks']}")
@@ -1080,13 +1107,16 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"unexpected statuses: {http['unexpected_statuses']}")
         kinds = Counter(f["kind"] for f in run["faults"])
         print(f"faults injected: {run['faults_injected']} ({dict(kinds)}), survived: "
-              f"{run['faults_survived']}; process deaths: {run['process_deaths'] or 'none'}")
+              f"{run['faults_survived']} ({run['kill_targets_placed']} slow orders placed as "
+              f"kill targets); process deaths: {run['process_deaths'] or 'none'}")
         hit = run["work_hit"]
         print(f"work hit: {hit['instances_interrupted']} instances interrupted "
               f"({hit['attempts_interrupted']} attempts), {hit['attempts_handed_out_again']} "
               f"attempts handed out again; recovered: {run['work_recovered']} instances "
               f"(operator: {hit['operator_retries']} retries, {hit['operator_rollbacks']} "
               f"rollbacks); lost: {run['lost']}")
+        for row in run["unsettled"]:
+            print(f"    unsettled: {json.dumps(row)}")
         purge = run["purge"]
         if purge:
             print(f"purge under load: {purge['deleted']} instances in {purge['seconds']}s "
@@ -1115,9 +1145,9 @@ def judge(runs: list[dict[str, Any]]) -> tuple[bool, str]:
             problems.append(f"{b}: {run['invariant_violations']} invariant violations")
         if run["lost"]:
             problems.append(f"{b}: lost {run['lost']}")
-        if http["errors_5xx_outside_outage"]:
-            problems.append(f"{b}: {http['errors_5xx_outside_outage']} 5xx outside the "
-                            "database restart")
+        if http["server_errors"]:
+            problems.append(f"{b}: {http['server_errors']} server errors (a 500, or a 503 "
+                            "outside the database restart)")
         if http["failed_after_retries"]:
             problems.append(f"{b}: {http['failed_after_retries']} requests failed for good")
         if http["cross_user_leaks"]:

@@ -3,7 +3,8 @@
 Both brokers, six clients for 30 seconds each, with worker kills, a PostgreSQL
 restart and (Redis) a lost queue, on a private PostgreSQL cluster and Redis
 of its own. It fails if an invariant breaks, anything acknowledged or started
-is lost, a request fails for good, or a 5xx comes outside the database restart.
+is lost, a request fails for good, or the server answers a 500 (or a 503 outside
+the database restart, when the API says `database_unavailable`).
 It runs once, in the PostgreSQL pass of the suite.
 """
 
@@ -55,12 +56,14 @@ def test_short_load_with_faults_loses_nothing(tmp_path: Path) -> None:
     for run in report["runs"]:
         http = run["http"]
         assert http["requests"] > 200, output
-        assert http["errors_5xx_outside_outage"] == 0, output
+        assert http["server_errors"] == 0, output
         assert http["failed_after_retries"] == 0, output
         assert http["cross_user_leaks"] == 0, output
         assert run["invariant_violations"] == 0, output
         assert run["lost"] == 0, output
         assert run["faults_injected"] >= 3, output
+        # Kills are due every 6-10 s of the 30: the injector places a target if it must.
+        assert sum(f["kind"] == "kill-9-worker" for f in run["faults"]) >= 2, output
         assert run["faults_survived"] == run["faults_injected"], output
         assert run["purge"]["deleted"] == 3000, output
     assert done.returncode == 0 and report["ok"], output
