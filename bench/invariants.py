@@ -534,6 +534,23 @@ def unsettled(data: Data) -> list[str]:
                 or row["status"] == "rolling-back"))]
 
 
+def waiting_for_retry(data: Data, instance_id: str) -> bool:
+    """Nothing runs, and the work in flight waits for a retry delay a deadline will end.
+
+    Such an instance is not stuck, only slow: a charge whose provider failed four times
+    in a row waits 32 s before its fifth attempt (check_deadlines says when one is late).
+    """
+    row = data.instances[instance_id]
+    retries = {d["token"] for d in data.deadlines
+               if d["instance_id"] == instance_id and d["kind"] == "retry"}
+    in_flight = [o for o in row["snapshot"].get("operations") or []
+                 if o.get("status") in (*IN_FLIGHT, "waiting")]
+    return (row["status"] == "running" and bool(in_flight)
+            and not any(a["status"] in LIVE_ATTEMPT for a in data.attempts_of(instance_id))
+            and all(o.get("status") == "waiting" and o.get("token") in retries
+                    for o in in_flight))
+
+
 def describe(data: Data, instance_id: str) -> dict[str, Any]:
     """What an operator would look at first: where the instance is and what its work does."""
     row = data.instances[instance_id]

@@ -169,6 +169,20 @@ def test_an_overdue_deadline_and_a_lost_attempt_are_caught(users: list[Any]) -> 
                                     "stopping attempt)"]
 
 
+def test_an_instance_waiting_out_a_retry_delay_is_unsettled_but_not_stuck(
+        users: list[Any]) -> None:
+    instance = services.create("slow-retries", owner=users[0], start=True)  # waits 100s
+    data = invariants.load(connection)
+    assert invariants.unsettled(data) == [str(instance.pk)]
+    assert invariants.waiting_for_retry(data, str(instance.pk))
+    described = invariants.describe(data, str(instance.pk))
+    assert described["operations"][0]["status"] == "waiting"
+    assert sorted(d["kind"] for d in described["deadlines"]) == ["retry", "step-timeout"]
+
+    Deadline.objects.filter(instance=instance, kind="retry").delete()  # nothing would retry
+    assert not invariants.waiting_for_retry(invariants.load(connection), str(instance.pk))
+
+
 def test_duplicated_payments_are_caught(users: list[Any]) -> None:
     order = services.create("order-fulfilment", owner=users[0], state=ORDER, start=True)
     order.refresh_from_db()  # its work ran after the commit
