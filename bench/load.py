@@ -37,34 +37,33 @@ statuses, faults injected and survived, work hit and recovered, and what was
 lost. The exit status is 1 when an invariant breaks, something was lost, a
 request failed for good, or the server answered a 5xx other than the API's
 503 ``database_unavailable`` while PostgreSQL restarts.
+
+This file holds one run (set up, load, faults, purge, drain, verdict); the
+private services and processes are in ``load_services.py``, the clients and
+their scenarios in ``load_clients.py``, the printed report in ``load_report.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,10 +71,31 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import invariants  # noqa: E402
+from bench.load_clients import (  # noqa: E402
+    ORDER_ITEMS,
+    PASSWORD,
+    Client,
+    Fault,
+    Operator,
+    Sample,
+    Scenarios,
+    Stats,
+    order_state,
+)
+from bench.load_report import judge, percentile, print_report  # noqa: E402
+from bench.load_services import (  # noqa: E402
+    Postgres,
+    Process,
+    Redis,
+    children_of,
+    free_port,
+    log,
+    private_postgres,
+    wait_until,
+)
 
 PY = sys.executable
 ARTIFACTS = ROOT / "artifacts" / "load"
-PASSWORD = "load-test-password"
 OPERATOR = "load-operator"
 FAULTS_USER = "load-faults"  # places the slow orders whose workers the injector kills
 INTERRUPTED = "Workflow work was interrupted and must be retried"
@@ -110,526 +130,6 @@ class Config:
     @classmethod
     def full(cls, brokers: list[str]) -> Config:
         return cls(brokers=brokers, clients=12, mode="full")
-
-
-# -- small helpers ---------------------------------------------------------------------------
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str,
-               interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = condition()
-        except Exception:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-class Process:
-    """A child in a process group of its own, its output in a log file."""
-
-    def __init__(self, name: str, args: list[str], env: dict[str, str], logs: Path) -> None:
-        self.name, self.args, self.env = name, args, env
-        self.log_path = logs / f"{name}.log"
-        self.restarts = 0
-        self.popen: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    def start(self) -> None:
-        with self.log_path.open("ab") as out:
-            self.popen = subprocess.Popen(self.args, env=self.env, cwd=ROOT, stdout=out,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self, timeout: float = 15.0) -> None:
-        if self.popen is None:
-            return
-        if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.popen.send_signal(signal.SIGTERM)  # the main process stops its children
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=timeout)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, signal.SIGKILL)  # whatever is left of the group
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for stat in glob.glob("/proc/[0-9]*/stat"):
-        try:
-            text = Path(stat).read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2:].split()
-        if int(fields[1]) == pid:
-            found.append(int(stat.split("/")[2]))
-    return found
-
-
-# -- private services ----------------------------------------------------------------------
-
-
-class Postgres:
-    """A PostgreSQL cluster of our own: restarting it disturbs nobody else."""
-
-    def __init__(self, workdir: Path) -> None:
-        binaries = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
-        pg_ctl = binaries[-1] if binaries else shutil.which("pg_ctl")
-        if not pg_ctl:
-            raise SystemExit("bench/load.py needs PostgreSQL's server binaries (initdb, pg_ctl)")
-        self.bin = Path(pg_ctl).parent
-        self.dir = workdir / "postgres"
-        self.data = self.dir / "data"
-        self.port = free_port()
-        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-
-    def _run(self, *args: str, timeout: float = 120) -> None:
-        subprocess.run([*self.as_user, *args], check=True, timeout=timeout, cwd="/",
-                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-
-    def init(self) -> None:
-        self.dir.mkdir(parents=True)
-        if self.as_user:
-            shutil.chown(self.dir, "postgres", "postgres")
-        self._run(str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U",
-                  "postgres", "--no-sync", "-E", "UTF8")
-        with (self.data / "postgresql.conf").open("a") as conf:
-            conf.write(f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
-                       f"unix_socket_directories = '{self.dir}'\nmax_connections = 200\n"
-                       "shared_buffers = 128MB\nlog_min_messages = warning\n")
-        self.start()
-
-    def pg_ctl(self, *args: str) -> None:
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l",
-                  str(self.dir / "server.log"), "-w", "-t", "60", *args)
-
-    def start(self) -> None:
-        self.pg_ctl("start")
-
-    def restart(self) -> None:
-        self.pg_ctl("-m", "fast", "restart")
-
-    def stop(self) -> None:
-        with contextlib.suppress(Exception):
-            self.pg_ctl("-m", "fast", "stop")
-
-    def url(self, database: str) -> str:
-        return f"postgres://postgres@127.0.0.1:{self.port}/{database}"
-
-    def connect(self, database: str = "postgres", **options: Any) -> psycopg.Connection:
-        return psycopg.connect(self.url(database), connect_timeout=5, **options)
-
-
-class Redis:
-    """A redis-server of our own, without persistence: a stop loses its queue."""
-
-    def __init__(self, workdir: Path) -> None:
-        if not shutil.which("redis-server"):
-            raise SystemExit("bench/load.py needs redis-server for the Redis broker")
-        self.port = free_port()
-        self.logs = workdir
-        self.process: Process | None = None
-
-    def start(self) -> None:
-        args = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-                "--appendonly", "no", "--dir", str(self.logs)]
-        self.process = Process("redis", args, dict(os.environ), self.logs)
-        wait_until(self.ping, 15, "Redis to answer")
-
-    def ping(self) -> bool:
-        import redis
-
-        return bool(redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1).ping())
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop(timeout=5)
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-
-# -- measurements ------------------------------------------------------------------------------
-
-
-@dataclass
-class Sample:
-    at: float  # seconds since the load started
-    endpoint: str
-    status: int  # 0: no answer (connection refused or reset)
-    seconds: float
-
-
-class Stats:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.samples: list[Sample] = []
-        self.seen: dict[str, int] = {}  # instance id -> highest revision a client was shown
-        self.failed_for_good: list[str] = []  # requests still failing after every retry
-        self.leaks: list[str] = []  # another user's instance answered something but 404
-        self.unexpected: Counter[str] = Counter()
-        self.started = time.monotonic()
-
-    def record(self, endpoint: str, status: int, seconds: float) -> None:
-        with self.lock:
-            self.samples.append(Sample(time.monotonic() - self.started, endpoint, status,
-                                       seconds))
-
-    def saw(self, body: Any) -> None:
-        if isinstance(body, dict) and "id" in body and "revision" in body:
-            with self.lock:
-                key = str(body["id"])
-                self.seen[key] = max(self.seen.get(key, 0), int(body["revision"]))
-
-
-@dataclass
-class Fault:
-    kind: str
-    started: float  # seconds since the load started
-    ended: float
-    detail: str = ""
-
-
-# -- clients ---------------------------------------------------------------------------------
-
-
-class Client:
-    """One user's browser-like session against the API."""
-
-    def __init__(self, base: str, username: str, stats: Stats) -> None:
-        self.base, self.username, self.stats = base, username, stats
-        self.session = requests.Session()
-        self.login()
-
-    def login(self) -> None:
-        for attempt in range(5):
-            self.session.cookies.clear()
-            started = time.monotonic()
-            try:
-                self.session.get(f"{self.base}/accounts/login/", timeout=30)
-                token = self.session.cookies.get("csrftoken", "")
-                answer = self.session.post(f"{self.base}/accounts/login/", timeout=60,
-                                           allow_redirects=False,
-                                           data={"username": self.username,
-                                                 "password": PASSWORD,
-                                                 "csrfmiddlewaretoken": token})
-                status = answer.status_code
-            except requests.RequestException:
-                status = 0
-            self.stats.record("login", status, time.monotonic() - started)
-            if status == 302:
-                return
-            time.sleep(0.5 * 2 ** attempt)
-        raise RuntimeError(f"{self.username} could not log in ({status})")
-
-    def call(self, method: str, path: str, endpoint: str, body: Any = None,
-             expect: tuple[int, ...] = ()) -> tuple[int, Any]:
-        """A request, retried (with the same Idempotency-Key) on a 5xx or no answer."""
-        headers = {}
-        if method != "GET":
-            headers["X-CSRFToken"] = self.session.cookies.get("csrftoken", "")
-        if method == "POST":
-            headers["Idempotency-Key"] = uuid.uuid4().hex
-        status, data = 0, None
-        for attempt in range(5):
-            started = time.monotonic()
-            try:
-                answer = self.session.request(method, f"{self.base}{path}", json=body,
-                                              headers=headers, timeout=60)
-                status = answer.status_code
-                try:
-                    data = answer.json()
-                except ValueError:
-                    data = answer.text[:200]
-            except requests.RequestException as error:
-                status, data = 0, str(error)
-            self.stats.record(endpoint, status, time.monotonic() - started)
-            if status and status < 500:
-                break
-            time.sleep(0.5 * 2 ** attempt)
-        if status == 0 or status >= 500:
-            with self.stats.lock:
-                self.stats.failed_for_good.append(f"{method} {path}: {status} {data!r:.200}")
-        elif status < 300:
-            self.stats.saw(data)
-        elif status not in expect:
-            with self.stats.lock:
-                self.stats.unexpected[f"{endpoint} {status}"] += 1
-        return status, data
-
-    # shorthands
-    def create(self, workflow: str, state: dict[str, Any] | None = None) -> dict[str, Any] | None:
-        body: dict[str, Any] = {"workflow": workflow, "start": True}
-        if state is not None:
-            body["state"] = state
-        status, data = self.call("POST", "/api/instances/", "create", body)
-        return data if status == 201 else None
-
-    def get(self, pk: str) -> dict[str, Any] | None:
-        status, data = self.call("GET", f"/api/instances/{pk}/", "get")
-        return data if status == 200 else None
-
-    def act(self, pk: str, action: str, expect: tuple[int, ...] = (409,)
-            ) -> tuple[int, Any]:
-        return self.call("POST", f"/api/instances/{pk}/{action}/", action, {}, expect=expect)
-
-    def patch(self, pk: str, state: dict[str, Any]) -> tuple[int, Any]:
-        return self.call("PATCH", f"/api/instances/{pk}/state/", "state", {"state": state},
-                         expect=(409,))
-
-    def wait_for(self, pk: str, done: Callable[[dict[str, Any]], bool], seconds: float,
-                 stop: threading.Event) -> dict[str, Any] | None:
-        deadline = time.monotonic() + seconds
-        data = None
-        while time.monotonic() < deadline and not stop.is_set():
-            data = self.get(pk)
-            if data is not None and done(data):
-                return data
-            stop.wait(0.4)
-        return data
-
-
-ORDER_ITEMS = [("mug", 900), ("tee", 1500), ("cap", 1200), ("sticker", 200)]
-
-
-def order_state(rng: random.Random, number: int, card: str) -> dict[str, Any]:
-    items = [{"sku": sku, "quantity": rng.randint(1, 4), "price_cents": price}
-             for sku, price in rng.sample(ORDER_ITEMS, rng.randint(1, 3))]
-    return {"order_number": f"L-{number}", "customer": {"name": "Load", "email": "l@ex.com"},
-            "items": items, "payment_method": card, "currency": "EUR",
-            "address": {"country": rng.choice(["DE", "FR", "NL", "GB", "US"])}}
-
-
-class Scenarios:
-    def __init__(self, client: Client, operator: Client, rng: random.Random,
-                 stop: threading.Event, others: list[str]) -> None:
-        self.c, self.op, self.rng, self.stop = client, operator, rng, stop
-        self.others = others  # ids of other users' instances, for the probes
-        self.number = 0
-
-    def run_one(self) -> None:
-        roll = self.rng.random()
-        if roll < 0.40:
-            self.order()
-        elif roll < 0.75:
-            self.onboarding()
-        elif roll < 0.90:
-            self.expense()
-        else:
-            self.reads()
-
-    def remember(self, data: dict[str, Any] | None) -> None:
-        if data is not None and len(self.others) < 500:
-            self.others.append(str(data["id"]))
-
-    def order(self) -> None:
-        self.number += 1
-        roll = self.rng.random()
-        # Declined cards get fixed by a state update; slow ones give the kills a target.
-        card = ("pm_card_declined" if roll < 0.1 else "pm_card_slow" if roll < 0.25
-                else "pm_card_ok")
-        state = order_state(self.rng, self.number, card)
-        data = self.c.create("order-fulfilment", state)
-        if data is None:
-            return
-        pk = data["id"]
-        self.remember(data)
-        if self.rng.random() < 0.15:  # the customer changes their mind
-            self.stop.wait(self.rng.uniform(0.1, 1.5))
-            status, _ = self.c.act(pk, "cancel")
-            if status == 200:
-                self.rollback(pk)
-            return
-        finished = ("completed", "failed", "blocked", "cancelled")
-        data = self.c.wait_for(pk, lambda d: d["status"] in finished, 20, self.stop)
-        if data and data["status"] == "blocked":  # declined: another card
-            self.c.patch(pk, {**state, "payment_method": "pm_card_ok"})
-            data = self.c.wait_for(pk, lambda d: d["status"] in finished, 20, self.stop)
-        if data and data["status"] == "completed" and self.rng.random() < 0.1:
-            self.rollback(pk)  # returned: refund it
-
-    def rollback(self, pk: str) -> None:
-        """Roll back once the stopped work has stopped (refused until then)."""
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and not self.stop.is_set():
-            status, data = self.c.act(pk, "rollback")
-            code = data.get("code") if isinstance(data, dict) else None
-            if status == 200 or code not in ("still_stopping", "work_in_progress", "busy"):
-                return
-            self.stop.wait(0.5)
-
-    def onboarding(self) -> None:
-        data = self.c.create("onboarding")
-        if data is None:
-            return
-        pk = data["id"]
-        self.remember(data)
-        rng = self.rng
-        invite = rng.random() < 0.3
-        state = {"name": f"User {rng.randint(1, 10**6)}", "email": "u@example.com",
-                 "invite_code": "FRIEND-PRO" if invite else "", "plan": None,
-                 "accept_terms": False}
-        if rng.random() < 0.3:
-            self.c.act(pk, "next")  # nothing filled in yet: 409 validation_failed, blocked
-        self.c.patch(pk, state)
-        status, data = self.c.act(pk, "next")
-        if status != 200:
-            return
-        if data["current_step"] == "plan":
-            if rng.random() < 0.3:
-                self.c.act(pk, "back")
-                self.c.act(pk, "next")
-            if rng.random() < 0.5:
-                state = {**state, "plan": rng.choice(["starter", "pro", "team"])}
-                self.c.patch(pk, state)
-                status, data = self.c.act(pk, "next")
-            else:
-                status, data = self.c.act(pk, "skip")
-            if status != 200:
-                return
-        if rng.random() < 0.08:
-            self.c.act(pk, "cancel")
-            return
-        child = (data.get("nested") or {}).get("id")
-        if data["current_step"] != "identity" or not child:
-            return
-        document = {"document_type": "passport", "document_number": "AB123456",
-                    "decision": None, "reason": ""}
-        self.c.patch(child, document)
-        status, data = self.c.act(pk, "next")  # the child: document -> review
-        if status != 200:
-            return
-        # An operator approves the document; the parent moves on to "confirm" by itself.
-        self.op.patch(child, {**document, "decision": "approved"})
-        self.op.act(child, "next")
-        data = self.c.wait_for(pk, lambda d: d["current_step"] == "confirm", 5, self.stop)
-        if not data or data["current_step"] != "confirm":
-            return
-        self.c.patch(pk, {**state, "accept_terms": True})
-        self.c.act(pk, "next")
-
-    def expense(self) -> None:
-        amount = round(self.rng.uniform(5, 20), 2)
-        data = self.c.create("expense-approval", {
-            "employee": self.c.username, "amount": amount, "currency": "EUR",
-            "category": "meals", "description": "Lunch with a customer", "receipt": None,
-            "decision": None, "comment": ""})
-        if data is None:
-            return
-        pk = data["id"]
-        self.remember(data)
-        status, data = self.c.act(pk, "next")  # claim -> approval
-        if status != 200:
-            return
-        if self.rng.random() < 0.5:
-            self.c.act(pk, "cancel")
-        else:
-            self.op.patch(pk, {**data["state"], "decision": "approved"})
-            self.op.act(pk, "next")  # approval -> payout (an operation)
-
-    def reads(self) -> None:
-        self.c.call("GET", "/api/instances/?page_size=20", "list")
-        self.c.call("GET", "/api/instances/?status=running&workflow=order-fulfilment", "list")
-        if self.others:
-            pk = self.rng.choice(self.others)
-            self.c.call("GET", f"/api/instances/{pk}/events/", "events", expect=(404,))
-            self.probe(self.rng.choice(self.others))
-
-    def probe(self, pk: str) -> None:
-        """Another user's instance (or one's own): one's own answers 200, others' 404."""
-        status, data = self.c.call("GET", f"/api/instances/{pk}/", "probe", expect=(404,))
-        if status == 200 and isinstance(data, dict):
-            owner_mine = pk in self.mine
-            if not owner_mine:
-                with self.c.stats.lock:
-                    self.c.stats.leaks.append(f"{self.c.username} read {pk}")
-
-    @property
-    def mine(self) -> set[str]:
-        return getattr(self, "_mine", set())
-
-
-class Operator(threading.Thread):
-    """The person on call: retries failed instances, finishes and resumes rollbacks."""
-
-    def __init__(self, client: Client, stop: threading.Event) -> None:
-        super().__init__(name="operator", daemon=True)
-        self.c, self.stop = client, stop
-        self.retries: Counter[str] = Counter()
-        self.rollbacks: Counter[str] = Counter()
-        self.last_try: dict[str, float] = {}
-
-    def due(self, pk: str, every: float = 3.0) -> bool:
-        now = time.monotonic()
-        if now - self.last_try.get(pk, 0) < every:
-            return False
-        self.last_try[pk] = now
-        return True
-
-    def listing(self, query: str) -> list[dict[str, Any]]:
-        status, data = self.c.call("GET", f"/api/instances/?page_size=200&{query}", "list")
-        return data.get("results", []) if status == 200 and isinstance(data, dict) else []
-
-    def tick(self) -> None:
-        for row in self.listing("status=failed"):
-            pk = row["id"]
-            if self.retries[pk] < 8 and self.due(pk):
-                self.retries[pk] += 1
-                self.c.act(pk, "retry")
-        for row in self.listing("status=cancelled&workflow=order-fulfilment"):
-            # A cancelled order may have been charged: undo it (refund, release stock).
-            pk = row["id"]
-            if row.get("operations") and self.rollbacks[pk] < 20 and self.due(pk):
-                self.rollbacks[pk] += 1
-                self.c.act(pk, "rollback")
-        for row in self.listing("status=rolling-back"):
-            pk = row["id"]
-            if row.get("errors") and self.rollbacks[pk] < 20 and self.due(pk):
-                self.rollbacks[pk] += 1
-                self.c.act(pk, "rollback")  # resumes at the first unfinished compensation
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                self.tick()
-            except Exception as error:  # keep going: the next tick may do better
-                log(f"operator: {error!r}")
-            self.stop.wait(1.0)
 
 
 # -- one run -----------------------------------------------------------------------------------
@@ -1087,91 +587,6 @@ class Run:
                 process.stop()
             if self.redis is not None:
                 self.redis.stop()
-
-
-# -- reporting ----------------------------------------------------------------------------------
-
-
-def print_report(report: dict[str, Any]) -> None:
-    for run in report["runs"]:
-        http = run["http"]
-        print(f"\n=== {run['broker']} broker: {run['load_seconds']:.0f}s of load, "
-              f"{http['requests']} requests, {http['requests_per_second']} req/s")
-        print(f"{'endpoint':<10} {'requests':>9} {'p50 ms':>8} {'p99 ms':>8}  statuses")
-        for name, e in http["endpoints"].items():
-            statuses = " ".join(f"{k}:{v}" for k, v in sorted(e["statuses"].items()))
-            print(f"{name:<10} {e['requests']:>9} {e['p50_ms']:>8} {e['p99_ms']:>8}  {statuses}")
-        print(f"503 or no answer during the database restart: "
-              f"{http['unavailable_in_db_outage']} (answered on retry); other 5xx: "
-              f"{http['server_errors']}; no answer otherwise: "
-              f"{http['no_answer_outside_outage']}; failed after "
-              f"retries: {http['failed_after_retries']}; cross-user leaks: "
-              f"{http['cross_user_leaks']}")
-        if http["unexpected_statuses"]:
-            print(f"unexpected statuses: {http['unexpected_statuses']}")
-        kinds = Counter(f["kind"] for f in run["faults"])
-        print(f"faults injected: {run['faults_injected']} ({dict(kinds)}), survived: "
-              f"{run['faults_survived']} ({run['kill_targets_placed']} slow orders placed as "
-              f"kill targets); process deaths: {run['process_deaths'] or 'none'}")
-        hit = run["work_hit"]
-        print(f"work hit: {hit['instances_interrupted']} instances interrupted "
-              f"({hit['attempts_interrupted']} attempts), {hit['attempts_handed_out_again']} "
-              f"attempts handed out again; recovered: {run['work_recovered']} instances "
-              f"(operator: {hit['operator_retries']} retries, {hit['operator_rollbacks']} "
-              f"rollbacks); lost: {run['lost']}")
-        for row in run["unsettled"]:
-            print(f"    unsettled: {json.dumps(row)}")
-        for row in run["waiting_for_retry"]:
-            print(f"    waiting for a retry delay (not lost): {json.dumps(row)}")
-        purge = run["purge"]
-        if purge:
-            print(f"purge under load: {purge['deleted']} instances in {purge['seconds']}s "
-                  f"({purge['per_second']}/s, {purge['batches']} batches); writes during it "
-                  f"p50/p99 {purge['writes_during_purge']['p50_ms']}/"
-                  f"{purge['writes_during_purge']['p99_ms']} ms at "
-                  f"{purge['writes_during_purge']['per_second']}/s, otherwise "
-                  f"{purge['writes_otherwise']['p50_ms']}/{purge['writes_otherwise']['p99_ms']} "
-                  f"ms at {purge['writes_otherwise']['per_second']}/s")
-        for name, result in run["invariants"].items():
-            state = "holds" if not result["violations"] else f"{result['violations']} VIOLATED"
-            print(f"invariant {name:<13} {state}")
-            for line in result["first"]:
-                print(f"    {line}")
-        db = run["database"]
-        print(f"database: {db['instances']} instances, {db['events']} events, "
-              f"{db['charges']} charges, {db['refunds']} refunds")
-    print(f"\n{'PASS' if report['ok'] else 'FAIL'}: {report['verdict']}")
-
-
-def judge(runs: list[dict[str, Any]]) -> tuple[bool, str]:
-    problems = []
-    for run in runs:
-        http, b = run["http"], run["broker"]
-        if run["invariant_violations"]:
-            problems.append(f"{b}: {run['invariant_violations']} invariant violations")
-        if run["lost"]:
-            problems.append(f"{b}: lost {run['lost']}")
-        if http["server_errors"]:
-            problems.append(f"{b}: {http['server_errors']} server errors (a 500, or a 503 "
-                            "outside the database restart)")
-        if http["failed_after_retries"]:
-            problems.append(f"{b}: {http['failed_after_retries']} requests failed for good")
-        if http["cross_user_leaks"]:
-            problems.append(f"{b}: {http['cross_user_leaks']} cross-user reads answered")
-        if run["faults_injected"] != run["faults_survived"]:
-            problems.append(f"{b}: {run['faults_injected'] - run['faults_survived']} faults "
-                            "not survived")
-    return not problems, "; ".join(problems) or "every invariant holds, nothing lost"
-
-
-@contextlib.contextmanager
-def private_postgres(workdir: Path) -> Iterator[Postgres]:
-    pg = Postgres(workdir)
-    pg.init()
-    try:
-        yield pg
-    finally:
-        pg.stop()
 
 
 def migrate_template(pg: Postgres, logs: Path) -> str:
