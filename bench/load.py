@@ -99,6 +99,9 @@ ARTIFACTS = ROOT / "artifacts" / "load"
 OPERATOR = "load-operator"
 FAULTS_USER = "load-faults"  # places the slow orders whose workers the injector kills
 INTERRUPTED = "Workflow work was interrupted and must be retried"
+PLANT_AHEAD = 3.0  # seconds before a kill is due that a kill target may be placed
+PLANT_AGAIN = 4.0  # seconds after which a target that never became killable is replaced
+SETTLE = 2.0  # seconds after an outage before the next kill
 
 
 @dataclass
@@ -124,8 +127,10 @@ class Config:
 
     @classmethod
     def short(cls, brokers: list[str]) -> Config:
+        # The first kill falls before the PostgreSQL restart at 10.5 s, after which the
+        # ORM broker's pusher stalls for 10 s (django-q2 sleeps, then is restarted).
         return cls(brokers=brokers, clients=6, seconds=30.0, drain_seconds=40.0,
-                   kill_every=(6.0, 10.0), redis_down=5.0, seed_finished=3_000, mode="short")
+                   kill_every=(5.0, 8.0), redis_down=5.0, seed_finished=3_000, mode="short")
 
     @classmethod
     def full(cls, brokers: list[str]) -> Config:
@@ -277,35 +282,36 @@ class Run:
     def now(self) -> float:
         return time.monotonic() - self.stats.started
 
-    def kill_worker(self) -> str | None:
-        """``kill -9`` a worker that is running an attempt; None when none is.
+    def busy_workers(self) -> list[int]:
+        """Workers inside a slow attempt: the only ones the injector kills.
 
         Only busy workers: an idle django-q2 worker waits in the task queue's ``get()``
         holding the queue's read lock, and killed there it takes the lock with it, so
         every other worker waits for ever (a cluster restart is the cure). That is
-        multiprocessing's, not this library's, and it is reported in the README.
+        multiprocessing's, not this library's, and it is reported in the README. Our
+        attempt rows lag behind a worker whose task just failed (a database restart
+        ends many at once), so a worker counts as busy only while django-q2's title for
+        it (``setproctitle``) still names the attempt.
         """
         cluster = self.processes["qcluster"]
-        workers: list[int] = []
+        titles: dict[int, str] = {}
         for sentinel in children_of(cluster.pid):
-            workers.extend(children_of(sentinel))
+            for pid in children_of(sentinel):
+                with contextlib.suppress(OSError):
+                    titles[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().decode(
+                        errors="replace")
         busy = []
         # Running for over a second with a fresh heartbeat: a slow charge (pm_card_slow,
         # seconds left), not one about to finish, nor a row whose finish a restart lost.
         with contextlib.suppress(Exception), self.pg.connect(self.database) as conn:
-            for (name,) in conn.execute(
-                    "SELECT worker FROM django_workflows_attempt WHERE status = 'running' "
-                    "AND claimed_at < now() - interval '1 second' "
+            for name, token in conn.execute(
+                    "SELECT worker, token FROM django_workflows_attempt "
+                    "WHERE status = 'running' AND claimed_at < now() - interval '1 second' "
                     "AND heartbeat_at > now() - interval '1.5 seconds'"):
                 pid = int(name.rsplit(":", 1)[-1]) if name else 0
-                if pid in workers:
+                if f"processing workflow attempt {token}" in titles.get(pid, ""):
                     busy.append(pid)
-        if not busy:
-            return None
-        victim = self.rng.choice(busy)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(victim, signal.SIGKILL)
-        return f"pid {victim}, running an attempt"
+        return busy
 
     def inject(self, stop: threading.Event) -> None:
         c = self.config
@@ -313,6 +319,7 @@ class Run:
         redis_at = c.seconds * 0.7 if self.redis is not None else None
         next_kill = self.rng.uniform(*c.kill_every)
         planted_at: float | None = None
+        quiet_until = 0.0  # no kill while the tasks an outage broke are still ending
         while not stop.is_set():
             now = self.now()
             if pg_at is not None and now >= pg_at:
@@ -320,7 +327,7 @@ class Run:
                 self.pg.restart()
                 self.faults.append(Fault("postgres-restart", started, self.now()))
                 log(f"{self.broker}: restarted PostgreSQL in {self.now() - started:.1f}s")
-                pg_at = None
+                pg_at, quiet_until = None, self.now() + SETTLE
             elif redis_at is not None and now >= redis_at and self.redis is not None:
                 started = self.now()
                 self.redis.stop()
@@ -329,16 +336,21 @@ class Run:
                 self.faults.append(Fault("redis-stop-start", started, self.now(),
                                          f"down {self.now() - started:.1f}s, queue lost"))
                 log(f"{self.broker}: Redis was down {self.now() - started:.1f}s")
-                redis_at = None
-            elif now >= next_kill:
-                victim = self.kill_worker()
-                if victim:
-                    self.faults.append(Fault("kill-9-worker", self.now(), self.now(), victim))
+                redis_at, quiet_until = None, self.now() + SETTLE
+            elif now >= next_kill - PLANT_AHEAD:
+                busy = self.busy_workers()
+                if busy and now >= max(next_kill, quiet_until):
+                    victim = self.rng.choice(busy)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(victim, signal.SIGKILL)
+                    self.faults.append(Fault("kill-9-worker", self.now(), self.now(),
+                                             f"pid {victim}, running an attempt"))
                     next_kill = now + self.rng.uniform(*c.kill_every)
                     planted_at = None
-                elif planted_at is None or now - planted_at > 10:
-                    # No worker is busy with a slow charge: place one, so every kill due
-                    # hits real work instead of waiting on the clients' luck.
+                elif not busy and (planted_at is None or now - planted_at > PLANT_AGAIN):
+                    # No worker is busy with a slow charge: place one shortly before the
+                    # kill is due, so every kill hits real work instead of waiting on the
+                    # clients' luck (again if its charge failed at once and waits a retry).
                     self.plant_target()
                     planted_at = now
             stop.wait(0.2)

@@ -62,7 +62,8 @@ def test_short_load_with_faults_loses_nothing(tmp_path: Path) -> None:
         assert run["invariant_violations"] == 0, output
         assert run["lost"] == 0, output
         assert run["faults_injected"] >= 3, output
-        # Kills are due every 6-10 s of the 30: the injector places a target if it must.
+        # Kills are due every 5-8 s of the 30 (one before the restart, whose ORM pusher
+        # stall takes 10 s): the injector places a target if no worker has one.
         assert sum(f["kind"] == "kill-9-worker" for f in run["faults"]) >= 2, output
         assert run["faults_survived"] == run["faults_injected"], output
         assert run["purge"]["deleted"] == 3000, output
