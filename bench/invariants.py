@@ -437,21 +437,19 @@ def check_payments(data: Data) -> list[str]:
             continue
         refunded = [c["id"] for c in charges if c["id"] in refunds_of]
         if refunded and not _rolled_back_payment(data, reference) \
-                and row["status"] != "rolling-back":  # its record may be on the way
+                and row["status"] != "rolling-back":  # its record may be on the way (below)
             violations.append(f"order {reference}: refunds {refunded} but its payment was never "
                               "rolled back")
     for instance_id, row in data.instances.items():
-        if row["workflow"] != ORDER_WORKFLOW:
+        # Mid-rollback the provider may be ahead of the record (a refund made by a worker
+        # that died before reporting it); a rollback that never ends is counted as lost.
+        if row["workflow"] != ORDER_WORKFLOW or row["status"] == "rolling-back":
             continue
         op = next((o for o in row["snapshot"].get("operations") or []
                    if o.get("id") == CHARGE_OPERATION), None)
         paid = op is not None and op.get("status") == "succeeded"
         kept = [c for c in charges_of.get(instance_id, [])
                 if c["status"] != "declined" and c["id"] not in refunds_of]
-        if paid and row["status"] == "rolling-back":
-            # Mid-rollback the provider may be ahead of the record (a refund made by a
-            # worker that died before reporting it); a rollback that never ends is lost.
-            continue
         if paid:
             charge_id = (op.get("result") or {}).get("charge")
             if [c["id"] for c in kept] != [charge_id]:

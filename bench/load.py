@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import random
@@ -634,6 +635,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
     config.faults, config.seed, config.keep = not args.no_faults, args.seed, args.keep
+    if config.faults and importlib.util.find_spec("setproctitle") is None:
+        # Without worker titles no worker can be told busy: no kill would ever happen.
+        raise SystemExit("bench/load.py kills workers only with setproctitle installed "
+                         "(pip install -e '.[test]'), or run it with --no-faults")
 
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     logs = ARTIFACTS / f"{stamp}-{os.getpid()}"

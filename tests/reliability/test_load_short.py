@@ -32,7 +32,7 @@ def missing_tools() -> list[str]:
         missing.append("PostgreSQL's initdb")
     if not shutil.which("redis-server"):
         missing.append("redis-server")
-    for module in ("gunicorn", "requests"):
+    for module in ("gunicorn", "requests", "setproctitle"):
         if subprocess.run([sys.executable, "-c", f"import {module}"]).returncode:
             missing.append(module)
     return missing
