@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
-from .commands import DeadlineKind
 from .schema import FieldError
 from .snapshot import AttemptKind, WorkflowSnapshot
+
+DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry"]
 
 EVENT_TYPES = (
     "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",

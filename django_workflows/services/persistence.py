@@ -23,10 +23,6 @@ COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "pare
            "parent_step", "started_at", "completed_at", "nested")
 
 
-def to_epoch(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
-
-
 def to_datetime(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, tz=UTC) if value is not None else None
 
@@ -38,20 +34,9 @@ def definition_of(workflow_id: str) -> engine.Workflow:
     return definition
 
 
-def persisted(row: WorkflowInstance) -> dict[str, Any]:
-    """A row in the engine's JSON shape."""
-    data = {key: value for key, value in row.snapshot.items() if key != "nested_id"}
-    data.update(id=str(row.pk), workflow=row.workflow, version=row.version, status=row.status,
-                state=row.state, current_step=row.current_step or None,
-                parent_id=str(row.parent_id) if row.parent_id else None,
-                parent_step=row.parent_step or None, started_at=to_epoch(row.started_at),
-                completed_at=to_epoch(row.completed_at))
-    return data
-
-
 def load_chain(rows: list[WorkflowInstance]) -> tuple[engine.Workflow, engine.WorkflowSnapshot]:
     """The root's definition and the tree of snapshots (each migrated if need be)."""
-    snapshots = [engine.load(definition_of(row.workflow), persisted(row), nested=index > 0)
+    snapshots = [engine.load(definition_of(row.workflow), row.engine_data(), nested=index > 0)
                  for index, row in enumerate(rows)]
     tree = None
     for snapshot in reversed(snapshots):
