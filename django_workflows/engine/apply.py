@@ -90,8 +90,10 @@ def apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, en
                 settle(parent)
             except HookFailed as failed:
                 error = error or failed.message
-    return Outcome(snapshot=changes[0].snap, events=tuple(change.events),
-                   effects=tuple(change.effects), moved=refusal is None,
+    collected = change.collected
+    return Outcome(snapshot=changes[0].snap, events=tuple(collected.events),
+                   effects=tuple(collected.effects), detached=tuple(collected.detached),
+                   moved=refusal is None,
                    code=refusal.code if refusal else None,
                    message=refusal.message if refusal else None, error=error,
                    field_errors=refusal.field_errors if refusal else ())

@@ -1,9 +1,9 @@
 """What one command changes: an instance's snapshot, and what the command collects.
 
 A :class:`Change` holds one instance's snapshot as the rules replace it
-(snapshots are frozen), the events and effects of the whole command, and its
-move budget. A nested child gets a Change of its own that shares the events,
-effects and budget (:meth:`Change.child`). The rules (``engine/rules/``) are
+(snapshots are frozen) and what the whole command collects (:class:`Collected`:
+events, effects, children let go, the move budget). A nested child gets a
+Change of its own that shares them (:meth:`Change.child`). The rules (``engine/rules/``) are
 plain functions of a Change.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .context import HookContext, call_directly
@@ -35,6 +35,17 @@ class Env:
     resolve: Callable[[str], Workflow] | None = None  # a workflow by id, for nested="id"
 
 
+@dataclass
+class Collected:
+    """What one command collects across the instances of a tree."""
+
+    events: list[Event] = field(default_factory=list)
+    effects: list[Effect] = field(default_factory=list)
+    # Children let go in this command (replaced, or reset by a rollback): saved all the same.
+    detached: list[WorkflowSnapshot] = field(default_factory=list)
+    moves: int = 0
+
+
 class Change:
     """One instance being changed by one command.
 
@@ -44,13 +55,12 @@ class Change:
     """
 
     def __init__(self, definition: Workflow, snapshot: WorkflowSnapshot, env: Env, *,
-                 dry: bool = False,
-                 shared: tuple[list[Event], list[Effect], list[int]] | None = None) -> None:
+                 dry: bool = False, collected: Collected | None = None) -> None:
         self.definition = definition
         self.snap = snapshot
         self.env = env
         self.dry = dry
-        self.events, self.effects, self._moves = shared or ([], [], [0])
+        self.collected = collected or Collected()
         # The current step's work may move on (next operation, join, auto advance);
         # ``rules.steps.settle`` does it once the rule that asked for it returned.
         self.unsettled = False
@@ -65,16 +75,20 @@ class Change:
         key = self.snap.current_step
         return self.definition.steps_by_id.get(key) if key else None
 
+    @property
+    def events(self) -> list[Event]:
+        return self.collected.events
+
     def set(self, **changes: Any) -> None:
         self.snap = replace(self.snap, **changes)
 
     def emit(self, type_: str, step: str | None = None, error: str | None = None,
              **data: Any) -> None:
-        self.events.append(Event(type=type_, instance_id=self.snap.id, step=step, error=error,
-                                 data=data, at=self.env.now))
+        self.collected.events.append(Event(type=type_, instance_id=self.snap.id, step=step,
+                                           error=error, data=data, at=self.env.now))
 
     def effect(self, effect: Effect) -> None:
-        self.effects.append(effect)
+        self.collected.effects.append(effect)
 
     def new_token(self) -> str:
         return self.env.new_token()
@@ -85,8 +99,8 @@ class Change:
             raise Allowed()
 
     def count_move(self) -> None:
-        self._moves[0] += 1
-        if self._moves[0] > MAX_MOVES:
+        self.collected.moves += 1
+        if self.collected.moves > MAX_MOVES:
             message = (f"{self.name} moved through more than {MAX_MOVES} steps in one command; "
                        f"check its transitions for a cycle")
             self.fail(message, self.snap.current_step)
@@ -152,8 +166,13 @@ class Change:
         child = self.snap.nested
         assert child is not None and child.parent_step is not None
         definition = self.nested_definition(self.definition.step(child.parent_step))
-        return Change(definition, child, self.env, dry=self.dry,
-                      shared=(self.events, self.effects, self._moves))
+        return Change(definition, child, self.env, dry=self.dry, collected=self.collected)
+
+    def let_go_of_child(self) -> None:
+        """Detach the nested child (its row stays, with its last snapshot and events)."""
+        if self.snap.nested is not None:
+            self.collected.detached.append(self.snap.nested)
+            self.set(nested=None)
 
     @contextmanager
     def on_child(self) -> Iterator[Change]:

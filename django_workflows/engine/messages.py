@@ -10,6 +10,7 @@ INTERRUPTED_OPERATION = "Operation was interrupted before workflow recovery"
 INTERRUPTED_BRANCH = "Parallel branch was interrupted before workflow recovery"
 INTERRUPTED_COMPENSATION = "Compensation was interrupted before workflow recovery"
 INTERRUPTED_WORKFLOW = "Workflow work was interrupted and must be retried"
+ROLLED_BACK_WITH_PARENT = "Rolled back with its parent"
 
 
 def format_seconds(value: float) -> str:

@@ -87,28 +87,25 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                  outcome: engine.Outcome, *, actor: Any = None) -> Saved:
     """Write the changed instances (revision + 1), their events, and the effects' rows."""
     rows = {str(row.pk): row for row in chain}
-    old_states = {}
-    node: engine.WorkflowSnapshot | None = before
-    while node is not None:
-        old_states[node.id] = node.state
-        node = node.nested
+    old_states = {node.id: node.state for node in before.tree()}
     events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
     for event in outcome.events:
         events_by_instance[event.instance_id].append(event)
     now = timezone.now()
     saved = Saved(rows=rows)
-    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot)}
+    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
+                                                      outcome.detached)}
     event_rows: dict[int, WorkflowEvent] = {}
-    node = outcome.snapshot
-    while node is not None:
+    nodes = [*outcome.snapshot.tree(),
+             *(node for child in outcome.detached for node in child.tree())]
+    for node in nodes:
         if node.id in changed_ids or node.id in events_by_instance:
             if node.state is not old_states.get(node.id):
                 check_state_size(node.state)
-            node_events = events_by_instance[node.id]
+            node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
                                                                 actor), strict=True):
                 event_rows[id(event)] = event_row
-        node = node.nested
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
     statements().insert(saved.events)

@@ -92,6 +92,7 @@ class LocalExecutor:
         self.observers = observers
         self.roots: dict[str, WorkflowSnapshot] = {}  # root id -> tree
         self.root_of: dict[str, str] = {}  # any instance id -> its root id
+        self.detached: dict[str, WorkflowSnapshot] = {}  # children let go of, as they ended
         self.events: list[Event] = []
         self.pending: list[RunAttempt] = []  # attempts not yet claimed
         self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
@@ -116,7 +117,7 @@ class LocalExecutor:
 
     def snapshot(self, instance_id: str) -> WorkflowSnapshot:
         root = self.roots[self.root_of[instance_id]]
-        found = root.find_child(instance_id)
+        found = root.find_child(instance_id) or self.detached.get(instance_id)
         if found is None:
             raise KeyError(f"Instance {instance_id} is no longer part of its workflow")
         return found
@@ -132,6 +133,8 @@ class LocalExecutor:
         definition = self.definitions[root.workflow]
         outcome = apply(definition, root, command, self.env(), target=instance_id)
         self.roots[root_id] = outcome.snapshot
+        for child in outcome.detached:  # let go of: still there to look at
+            self.detached.update({node.id: node for node in child.tree()})
         for node in outcome.snapshot.tree():
             self.root_of[node.id] = root_id
         self.events.extend(outcome.events)

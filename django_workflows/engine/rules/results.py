@@ -64,11 +64,13 @@ def attempt_started(c: Change, command: AttemptStarted) -> None:
     if kind == "branch" and not owner.claimed:  # recorded in place: a claim is no mark
         c.set(parallel=tuple(replace(b, claimed=True) if b is owner else b
                              for b in c.snap.parallel))
+        c.emit("branch-started", step=owner.step, branch=owner.id)
         return
     if kind == "compensation" and not owner.claimed and c.snap.rollback is not None:
         plan = c.snap.rollback
         c.set(rollback=replace(plan, items=tuple(
             replace(i, claimed=True) if i is owner else i for i in plan.items)))
+        c.emit("compensation-started", step=owner.step, item=owner.label)
         return
     raise Refused("stale_attempt", f"Attempt {token} was already claimed or stopped")
 
@@ -156,6 +158,8 @@ def branch_finished(c: Change, branch: BranchSnapshot, outcome: AttemptOutcome) 
     error = None if outcome.ok else (outcome.error.message if outcome.error else "failed")
     put_branch(c, replace(branch, status="succeeded" if outcome.ok else "failed", error=error,
                           token=None))
+    c.emit("branch-succeeded" if outcome.ok else "branch-failed", step=branch.step,
+           branch=branch.id, **({} if outcome.ok else {"error": error}))
     if branch.step == c.snap.current_step:
         c.unsettled = True
 
@@ -165,6 +169,8 @@ def stop_acknowledged(c: Change, stopping: StoppingAttempt, outcome: AttemptOutc
     """A stopped attempt ended; its result is discarded (a compensation's is kept, and a
     branch that succeeded anyway is marked, so that a rollback compensates it)."""
     c.set(stopping=tuple(s for s in c.snap.stopping if s.token != stopping.token))
+    c.emit("attempt-stopped", kind=stopping.kind, target=stopping.target,
+           reason=stopping.reason, finished=outcome is not None)
     if stopping.kind == "compensation" and outcome is not None and outcome.ok:
         saga.compensation_done_late(c, stopping.target)
     if stopping.kind == "branch" and outcome is not None and outcome.ok:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ..change import Change
 from ..definition import Operation
 from ..errors import Refused
-from ..messages import INTERRUPTED_WORKFLOW
+from ..messages import INTERRUPTED_WORKFLOW, ROLLED_BACK_WITH_PARENT
 from ..outcome import RunAttempt, StopAttempt
-from ..snapshot import OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
+from ..snapshot import FINISHED, OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
 from .work import add_stopping, still_stopping
 
 if TYPE_CHECKING:
@@ -128,12 +128,23 @@ def continue_rollback(c: Change) -> None:
         return
 
 
+def child_done(c: Change, index: int, item: RollbackItem) -> None:
+    """The child's own rollback is over: it is cancelled (its parent goes back to idle
+    without it), then its item is done."""
+    child = c.snap.nested
+    if child is not None and child.id == item.target and child.status not in FINISHED:
+        with c.on_child() as nested:
+            nested.set(status="cancelled", completed_at=c.env.now)
+            nested.emit("cancel", reason=ROLLED_BACK_WITH_PARENT)
+    mark_done(c, index, item)
+
+
 def roll_back_child(c: Change, index: int, item: RollbackItem) -> bool:
     """Start (or resume) the child's rollback; True when it already finished."""
     child = c.snap.nested
     if child is None or child.id != item.target or (
             child.status == "idle" and child.rollback is None):
-        mark_done(c, index, item)
+        child_done(c, index, item)
         return True
     try:
         with c.on_child() as nested:
@@ -146,7 +157,7 @@ def roll_back_child(c: Change, index: int, item: RollbackItem) -> bool:
                                          f"roll back: {refusal.message}")
         return False
     if c.snap.nested is not None and c.snap.nested.status == "idle":
-        mark_done(c, index, item)
+        child_done(c, index, item)
         return True
     put_item(c, index, replace(item, status="running", error=None))
     return False
@@ -162,7 +173,7 @@ def nested_rollback_changed(c: Change, child: WorkflowSnapshot) -> None:
     if item.kind != "nested" or item.status != "running" or item.target != child.id:
         return
     if child.status == "idle":
-        mark_done(c, index, item)
+        child_done(c, index, item)
         continue_rollback(c)
     elif child.status == "cancelled":
         compensation_failed(c, item, f'Nested workflow "{child.workflow}" was cancelled')
@@ -220,7 +231,8 @@ def finish_rollback(c: Change) -> None:
     rollback finished, so the event log alone tells the instance is idle.
     """
     c.emit("rollback", phase="finished")
+    c.let_go_of_child()
     c.set(status="idle", current_step=None, completed_steps=(), skipped_steps=(), history=(),
-          errors=(), operations=(), parallel=(), nested=None,
+          errors=(), operations=(), parallel=(),
           state=c.definition.initial_state(), started_at=None, completed_at=None,
           step_run=None, rollback=None)

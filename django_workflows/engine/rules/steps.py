@@ -230,6 +230,7 @@ def run_nested(c: Change, key: str) -> None:
     child = c.current_child
     if child is None or child.status == "cancelled":
         cancel_child(c)
+        c.let_go_of_child()  # saved as it ended, no longer attached
         definition = c.nested_definition(c.definition.step(key))
         try:  # the child's initial state meets its schema, as create() demands
             state = check_state(definition.state_schema, definition.initial_state())

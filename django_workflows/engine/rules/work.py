@@ -138,3 +138,4 @@ def stop_work(c: Change, reason: str, *, step: str | None = None,
         elif branch.token:  # no worker took it yet: it never will
             c.effect(StopAttempt(c.snap.id, branch.token, reason))
         put_branch(c, replace(branch, status="cancelled", error=reason, token=None))
+        c.emit("branch-cancelled", step=branch.step, branch=branch.id, reason=reason)
