@@ -1,9 +1,10 @@
 """Access is judged on the instance as it is under the row lock, never on an earlier read.
 
-The example's onboarding lets a customer skip the plan but not the identity
-check. A ``next`` that moves it from the plan to the identity check holds the
-row; a ``skip`` sent meanwhile waits for the lock. When it gets the row, the
-instance is at the identity check: the skip must be refused there.
+The workflow's permission rule lets its owner skip the plan but not the identity
+check (as the example's onboarding once did). A ``next`` that moves it from the
+plan to the identity check holds the row; a ``skip`` sent meanwhile waits for
+the lock. When it gets the row, the instance is at the identity check: the skip
+must be refused there.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from django.db import connection, transaction
 from rest_framework.test import APIClient
 
-from django_workflows import services
+from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.models import WorkflowInstance
 from tests.factories import UserFactory
 
@@ -23,7 +24,17 @@ from .conftest import url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
-PROFILE = {"name": "Alice", "email": "alice@example.com"}
+SIGNUP = Workflow(
+    "race-signup", steps=[Step("plan"), Step("identity"), Step("confirm")],
+    transitions=[Transition("plan", "identity"), Transition("identity", "confirm")],
+    permission=lambda user, instance, action: action != "skip" or instance.current_step == "plan")
+
+
+@pytest.fixture(autouse=True)
+def signup():
+    registry.register(SIGNUP)
+    yield
+    registry.unregister(SIGNUP.id)
 
 
 def waiting_for_a_lock() -> int:
@@ -45,9 +56,7 @@ def until(condition, seconds: float = 15) -> None:
 
 def test_a_skip_sent_while_a_next_moves_on_is_judged_where_the_next_left_it():
     alice = UserFactory(username="alice")
-    onboarding = services.create("onboarding", owner=alice, start=True)
-    services.update_state(onboarding, {**onboarding.state, **PROFILE})
-    services.next(onboarding)
+    onboarding = services.create("race-signup", owner=alice, start=True)
     assert WorkflowInstance.objects.get(pk=onboarding.pk).current_step == "plan"
     holding = threading.Event()
     answers: list = []
@@ -58,9 +67,7 @@ def test_a_skip_sent_while_a_next_moves_on_is_judged_where_the_next_left_it():
                 WorkflowInstance.objects.select_for_update().get(pk=onboarding.pk)
                 holding.set()
                 until(lambda: waiting_for_a_lock() > 0)  # the skip waits for this row
-                row = WorkflowInstance.objects.get(pk=onboarding.pk)
-                services.update_state(row, {**row.state, "plan": "pro"}, user=alice)
-                services.next(row, user=alice)
+                services.next(onboarding, user=alice)
         finally:
             connection.close()
 
