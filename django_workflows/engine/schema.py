@@ -25,12 +25,12 @@ def _is_pydantic_model(schema: Any) -> bool:
     return isinstance(schema, type) and hasattr(schema, "model_validate")
 
 
-def check_schema(schema: Any, what: str) -> None:
+def check_schema(schema: Any, what: str, *, name: str = "state_schema") -> None:
     """Raise DefinitionError when ``schema`` is neither a valid JSON Schema nor a model."""
     if _is_pydantic_model(schema):
         return
     if not isinstance(schema, dict):
-        raise DefinitionError(f"{what}: state_schema must be a JSON Schema dict or a pydantic "
+        raise DefinitionError(f"{what}: {name} must be a JSON Schema dict or a pydantic "
                               f"model, not {schema!r}")
     import jsonschema
 
@@ -38,8 +38,17 @@ def check_schema(schema: Any, what: str) -> None:
     try:
         validator.check_schema(schema)
     except jsonschema.SchemaError as error:
-        raise DefinitionError(f"{what}: state_schema is not a valid JSON Schema: "
+        raise DefinitionError(f"{what}: {name} is not a valid JSON Schema: "
                               f"{error.message}") from None
+
+
+def json_schema_of(schema: Any) -> dict[str, Any] | None:
+    """A state schema or task form as JSON Schema (a pydantic model's own, generated)."""
+    if schema is None:
+        return None
+    if _is_pydantic_model(schema):
+        return dict(schema.model_json_schema())
+    return dict(schema)
 
 
 def _short(message: str, limit: int = 200) -> str:
