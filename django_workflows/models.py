@@ -292,15 +292,20 @@ class WorkflowTask(models.Model):
     overdue = models.BooleanField(_("overdue"), default=False)
     created_at = models.DateTimeField(_("opened"), default=timezone.now)
     completed_at = models.DateTimeField(_("closed"), null=True, blank=True)
+    # The inbox's order, overdue first, then soonest due, then oldest, as plain columns
+    # that one index serves on every database (a NULL's place in an order is not portable).
+    rank = models.PositiveSmallIntegerField(default=1)  # 0: overdue, 1: not yet
+    due_sort = models.DateTimeField(default=NEVER_DUE)
+
+    INBOX_ORDER = ("rank", "due_sort", "created_at", "id")
 
     class Meta:
         verbose_name = _("task")
         verbose_name_plural = _("tasks")
         indexes = [
             models.Index(fields=["instance", "status"], name="dwf_task_instance_status"),
-            # The open tasks, overdue first, soonest due first: a superuser's inbox.
-            models.Index(fields=["status", "-overdue", "due_at", "created_at"],
-                         name="dwf_task_open_order"),
+            models.Index(fields=["status", "rank", "due_sort", "created_at", "id"],
+                         name="dwf_task_inbox"),
             models.Index(fields=["claimed_by", "status"], name="dwf_task_claimed"),
         ]
 
@@ -309,29 +314,20 @@ class WorkflowTask(models.Model):
 
 
 class TaskCandidate(models.Model):
-    """Who may act on an open task, one row per candidate ("group:managers"), with the
-    inbox's order copied in, so that an inbox is an index scan per candidate.
+    """Who may act on an open task: one row per candidate (``"group:managers"``).
 
     Only open tasks have these rows; a closed task keeps its candidates in its own row.
     """
 
     task = models.ForeignKey(WorkflowTask, on_delete=models.CASCADE,
-                             related_name="candidate_rows")
+                             related_name="candidate_rows", db_index=False)
     key = models.CharField(max_length=300)
-    rank = models.PositiveSmallIntegerField(default=1)  # 0: overdue, 1: not yet
-    due = models.DateTimeField(default=NEVER_DUE)
-    created_at = models.DateTimeField(default=timezone.now)
-    excluded_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                      on_delete=models.SET_NULL, related_name="+",
-                                      db_index=False)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["task", "key"], name="dwf_candidate_task_key"),
         ]
-        indexes = [
-            models.Index(fields=["key", "rank", "due", "created_at"], name="dwf_candidate_inbox"),
-        ]
+        indexes = [models.Index(fields=["key", "task"], name="dwf_candidate_key")]
 
     def __str__(self) -> str:
         return self.key

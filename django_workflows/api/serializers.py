@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import cache
@@ -72,13 +73,17 @@ def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Fi
     if kind == str | None:
         return serializers.CharField(required=False, allow_null=True, allow_blank=True,
                                      max_length=1000, help_text=f"The {name}, if any.")
+    if kind == Mapping[str, Any] | None:
+        return StateField(required=False, allow_null=True, help_text=f"The {name}.")
     raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
 
 
 @cache
-def command_body(command: type[engine.PersonCommand]) -> type[serializers.Serializer]:
-    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``)."""
-    fields = {name: _field_for(command, name) for name in command.takes()}
+def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
+                 ) -> type[serializers.Serializer]:
+    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
+    what the URL already ``given`` (a task command's ``task``)."""
+    fields = {name: _field_for(command, name) for name in command.takes() if name not in given}
     name = "".join(part.title() for part in command.name.split("_")) + "Body"
     return type(name, (serializers.Serializer,), fields)
 

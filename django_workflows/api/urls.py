@@ -11,6 +11,7 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
 from .errors import unknown_url
+from .tasks import TaskViewSet
 from .views import InstanceViewSet, WorkflowViewSet
 
 app_name = "workflows-api"
@@ -18,6 +19,7 @@ app_name = "workflows-api"
 router = SimpleRouter()
 router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("instances", InstanceViewSet, basename="instance")
+router.register("tasks", TaskViewSet, basename="task")
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

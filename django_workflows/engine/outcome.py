@@ -70,10 +70,16 @@ class ClearDeadline:
 
 @dataclass(frozen=True)
 class SaveTask:
-    """The task changed (opened, claimed, released, completed, overdue, cancelled)."""
+    """The task changed (opened, claimed, released, completed, overdue, cancelled).
+
+    ``opened``: it is new; ``candidates_changed``: who may act on it is no longer who
+    could (an escalation).
+    """
 
     instance_id: str
     task: TaskSnapshot
+    opened: bool = False
+    candidates_changed: bool = False
 
 
 Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask

@@ -60,6 +60,21 @@ def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path)
 
 
+_validators: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its validator)
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The schema's jsonschema validator, made once (schemas live as long as definitions)."""
+    found = _validators.get(id(schema))
+    if found is None or found[0] is not schema:
+        import jsonschema
+
+        validator_class = jsonschema.validators.validator_for(schema)
+        found = (schema, validator_class(schema, format_checker=validator_class.FORMAT_CHECKER))
+        _validators[id(schema)] = found
+    return found[1]
+
+
 def validate_state(schema: Any, state: Any) -> list[FieldError]:
     """Every problem of ``state`` against ``schema``, each naming its field."""
     if schema is None:
@@ -72,10 +87,7 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
         except ValidationError as error:
             return [FieldError(_dotted(e["loc"]), e["msg"]) for e in error.errors()]
         return []
-    import jsonschema
-
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    validator = _validator(schema)
     errors = sorted(validator.iter_errors(state), key=lambda e: list(map(str, e.absolute_path)))
     found: dict[FieldError, None] = {}  # ordered and without repeats
     for error in errors:

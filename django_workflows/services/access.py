@@ -68,24 +68,38 @@ def is_candidate(user: Any, task: Any, owner_id: Any) -> bool:
 
 
 def acting_on_tasks(user: Any) -> QuerySet[Any]:
-    """The ids of the open tasks ``user`` may act on (their candidate rows)."""
-    from ..models import TaskCandidate
+    """The open tasks ``user`` may act on, in the inbox's order: overdue first, then the
+    soonest due, then the oldest."""
+    from ..models import TaskCandidate, TaskStatus, WorkflowTask
 
-    rows = TaskCandidate.objects.all()
+    tasks = WorkflowTask.objects.filter(status=TaskStatus.OPEN)
     if not user.is_superuser:
-        rows = rows.filter(key__in=candidate_keys(user))
-    return rows.exclude(excluded_user=user).values("task_id")
+        tasks = tasks.filter(pk__in=TaskCandidate.objects.filter(
+            key__in=candidate_keys(user)).values("task_id"))
+    return tasks.exclude(excluded_user=user).order_by(*WorkflowTask.INBOX_ORDER)
+
+
+def visible_tasks(user: Any) -> QuerySet[Any]:
+    """The tasks ``user`` may see: those they may act on, took or decided, and every task
+    of an instance they see (their own, or all with a permission)."""
+    from ..models import WorkflowTask
+
+    tasks = WorkflowTask.objects.all()
+    if sees_all(user):
+        return tasks
+    return tasks.filter(Q(pk__in=acting_on_tasks(user).order_by().values("pk"))
+                        | Q(instance__owner=user) | Q(claimed_by=user) | Q(completed_by=user))
 
 
 def visible_instances(user: Any) -> QuerySet[WorkflowInstance]:
     """The instances ``user`` may see: their own, those whose open task they may act on,
     or all with a permission."""
-    from ..models import WorkflowInstance, WorkflowTask
+    from ..models import WorkflowInstance
 
     instances = WorkflowInstance.objects.all()
     if sees_all(user):
         return instances
-    tasks = WorkflowTask.objects.filter(pk__in=acting_on_tasks(user)).values("instance_id")
+    tasks = acting_on_tasks(user).order_by().values("instance_id")
     return instances.filter(Q(owner=user) | Q(pk__in=tasks))
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
+from django_workflows.engine import TASK_COMMANDS
 from django_workflows.services import COMMAND_NAMES
 from tests.api.test_instances import CONTRACT_FIELDS
 
@@ -20,6 +21,9 @@ CONTRACT_PATHS = {
     "/api/instances/{id}/state/": {"patch"},
     "/api/instances/{id}/events/": {"get"},
     **{f"/api/instances/{{id}}/{name}/": {"post"} for name in COMMAND_NAMES},
+    "/api/tasks/": {"get"},
+    "/api/tasks/{id}/": {"get"},
+    **{f"/api/tasks/{{id}}/{name}/": {"post"} for name in TASK_COMMANDS},
 }
 
 

@@ -153,7 +153,7 @@ def test_a_task_past_due_is_overdue_and_escalates(people):
 def is_candidate_of(user, task) -> bool:
     from django_workflows.services.access import acting_on_tasks
 
-    return acting_on_tasks(user).filter(task_id=task.pk).exists()
+    return acting_on_tasks(user).filter(pk=task.pk).exists()
 
 
 def test_going_back_cancels_the_task_row(people):

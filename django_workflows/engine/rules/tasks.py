@@ -109,5 +109,6 @@ def task_due(c: Change, token: str) -> None:
     step = c.definition.step(task.step)
     escalated = tuple(step.task.escalate_to) if step.task is not None else ()
     candidates = (*task.candidates, *(e for e in escalated if e not in task.candidates))
-    put_task(c, replace(task, overdue=True, candidates=candidates))
+    put_task(c, replace(task, overdue=True, candidates=candidates),
+             candidates_changed=candidates != task.candidates)
     c.emit("task-overdue", step=task.step, task=task.id, escalated_to=list(escalated))

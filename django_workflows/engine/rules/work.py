@@ -180,9 +180,10 @@ def stop_work(c: Change, reason: str, *, step: str | None = None,
 # -- the task a person must do ----------------------------------------------------------
 
 
-def put_task(c: Change, task: TaskSnapshot) -> None:
+def put_task(c: Change, task: TaskSnapshot, *, opened: bool = False,
+             candidates_changed: bool = False) -> None:
     c.set(task=task)
-    c.effect(SaveTask(c.snap.id, task))
+    c.effect(SaveTask(c.snap.id, task, opened, candidates_changed))
 
 
 def open_task(c: Change, step: Step) -> None:
@@ -203,7 +204,7 @@ def open_task(c: Change, step: Step) -> None:
                           title=task.title or step.title or step.id,
                           candidates=tuple(candidates), exclude_owner=task.exclude_owner,
                           opened_at=c.env.now, due_at=due)
-    put_task(c, opened)
+    put_task(c, opened, opened=True)
     c.emit("task-open", step=step.id, task=opened.id, candidates=list(opened.candidates))
     if due is not None:
         c.effect(SetDeadline(c.snap.id, "task-due", opened.id, due))
