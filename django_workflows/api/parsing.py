@@ -13,6 +13,10 @@ from rest_framework.request import Request
 
 IF_MATCH_PATTERN = r'^(\*|(W/)?"[0-9]+"|[0-9]+)$'
 IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
+# A revision is a 64-bit integer at most, on every database (19 digits); an If-Match
+# with a longer number is read as this one, which no instance reaches.
+MAX_REVISION_DIGITS = 19
+BEYOND_ANY_REVISION = 2**63
 
 def _finite(text: str) -> float:
     value = float(text)
@@ -51,9 +55,14 @@ def expected_revision(request: Request) -> int | None:
     if value is None or value.strip() == "*":
         return None
     if not re.fullmatch(IF_MATCH_PATTERN, value.strip()):
-        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value!r}',
+        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value[:60]!r}',
                         "invalid_if_match")
-    return int(value.strip().removeprefix("W/").strip('"'))
+    digits = value.strip().removeprefix("W/").strip('"').lstrip("0") or "0"
+    if len(digits) > MAX_REVISION_DIGITS:
+        # int() refuses numbers of more than 4300 digits. Such a tag is well formed; it
+        # names a revision no instance has, so it is stale (412 with the current ETag).
+        return BEYOND_ANY_REVISION
+    return int(digits)
 
 
 def idempotency_key(request: Request) -> str | None:
