@@ -68,7 +68,8 @@ def test_fuzzing_the_api_from_its_schema_finds_no_server_error(live_server, caps
 
     fuzzer = UserFactory(username="fuzzer", superuser=True)  # password "password"
     instances = real_instances(fuzzer)
-    raw = requests.get(f"{live_server.url}/api/schema/?format=json", timeout=30).json()
+    raw = requests.get(f"{live_server.url}/api/schema/?format=json", auth=("fuzzer", "password"),
+                       timeout=30).json()
     assert set(FUZZED_WORKFLOWS) <= set(raw["components"]["schemas"]["WorkflowEnum"]["enum"])
     raw["components"]["schemas"]["WorkflowEnum"]["enum"] = FUZZED_WORKFLOWS
     schema = schemathesis.openapi.from_dict(raw)
