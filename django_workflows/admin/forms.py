@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from .. import registry
+from .. import jsontext, registry
 from ..exceptions import InvalidState, StateTooLarge
 from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
 
@@ -26,13 +26,13 @@ class JSONObjectField(forms.CharField):
         text = super().to_python(value)
         if not text.strip():
             return None
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
-        except RecursionError:
+        try:  # strict: NaN, 1e999 or a 5000-digit integer is a message, not a 500
+            parsed = jsontext.loads(text)
+        except jsontext.NestedTooDeeply:
             raise forms.ValidationError(f"The state is nested deeper than {MAX_STATE_DEPTH} "
                                         "levels.", code="too_deep") from None
+        except jsontext.InvalidJSON as error:
+            raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
         if not isinstance(parsed, dict):
             raise forms.ValidationError("The state must be a JSON object ({...}).",
                                         code="not_an_object")

@@ -185,3 +185,22 @@ def test_state_of_staff_without_permissions_is_forbidden(outsider):
     response = save_state(logged_in(outsider), instance, {"email": "x@example.com"})
 
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('{"email": "", "plan": null, "n": ' + "9" * 5000 + "}", "5000 digits"),
+    ('{"email": "", "plan": null, "n": -' + "9" * 5000 + "}", "5000 digits"),
+    ('{"email": "", "plan": null, "n": 1e999}', "out of range"),
+    ('{"email": "", "plan": null, "n": -1e999}', "out of range"),
+    ('{"email": "", "plan": null, "n": NaN}', "NaN is not valid JSON"),
+    ('{"email": "", "plan": null, "n": Infinity}', "Infinity is not valid JSON"),
+    ('{"email": "", "plan": null, "n": -Infinity}', "Infinity is not valid JSON"),
+])
+def test_state_with_a_number_json_cannot_carry_is_shown_and_not_saved(root_client, text, why):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, text)
+
+    assert response.status_code == 200
+    assert why in form_errors(response)
+    assert reload(instance).revision == instance.revision
