@@ -64,6 +64,22 @@ class StateForm(forms.Form):
     revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
 
 
+def unread_create_form(problem: str) -> CreateInstanceForm:
+    """The add form for a post that could not be read: as first shown, with ``problem``."""
+    choices = workflow_choices()
+    form = CreateInstanceForm({"workflow": choices[0][0] if choices else "", "state": "",
+                               "start": "on"})
+    form.add_error("state", problem)
+    return form
+
+
+def unread_state_form(state: Any, revision: int, problem: str) -> StateForm:
+    """The state form for a post that could not be read: the saved state, with ``problem``."""
+    form = StateForm({"state": pretty_json(state), "revision": str(revision)})
+    form.add_error("state", problem)
+    return form
+
+
 def state_errors(error: InvalidState | StateTooLarge) -> list[str]:
     """A state the service refused, as the state field shows it: one line per bad field."""
     return [str(problem) for problem in error.field_errors] or [error.reason]

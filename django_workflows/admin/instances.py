@@ -30,8 +30,16 @@ from .changelist import (
     search_instances,
 )
 from .commands import NO_CHANGE_PERMISSION, buttons, run_bulk, run_command, verdicts
-from .forms import CreateInstanceForm, StateForm, pretty_json, state_errors
+from .forms import (
+    CreateInstanceForm,
+    StateForm,
+    pretty_json,
+    state_errors,
+    unread_create_form,
+    unread_state_form,
+)
 from .pages import change_url, definitions_context, instance_context, live_payload
+from .request_limits import csrf_protect_within_limits, post_limit_problem
 
 
 def _bulk_action(name: str, label: str) -> Any:
@@ -139,12 +147,17 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.opts,
                 "app_label": self.opts.app_label, "media": self.media, **values}
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def add_view(self, request: HttpRequest, form_url: str = "",
                  extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """A new instance through ``services.create``: workflow, initial state, start."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = CreateInstanceForm(request.POST if request.method == "POST" else None)
+        unreadable = post_limit_problem(request)
+        if unreadable:
+            form = unread_create_form(unreadable)
+        else:
+            form = CreateInstanceForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
             instance = self._create(request, form)
             if instance is not None:
@@ -173,6 +186,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                                    f"{instance.get_status_display().lower()}.", messages.SUCCESS)
         return instance
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
@@ -182,7 +196,10 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         if not self.has_view_or_change_permission(request, instance):
             raise PermissionDenied
         state_form = None
-        if request.method == "POST":
+        unreadable = post_limit_problem(request)
+        if unreadable:  # only a state is that large: say so on its form, change nothing
+            state_form = unread_state_form(instance.state, instance.revision, unreadable)
+        elif request.method == "POST":
             if "_command" in request.POST:
                 self._command(request, instance)
                 return HttpResponseRedirect(request.get_full_path())
