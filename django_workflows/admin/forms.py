@@ -60,8 +60,11 @@ class CreateInstanceForm(forms.Form):
 
 class StateForm(forms.Form):
     state = JSONObjectField(label="State", required=True)
-    # The revision the form was made from: saving over a newer one is refused.
-    revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+    # The revision the form was made from: saving over a newer one is refused. It is a
+    # hidden field, so its errors are shown with the form's own (state.html).
+    revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0, error_messages={
+        key: "This page does not say which revision it was made from. Reload the page, "
+             "then edit the state again." for key in ("required", "invalid", "min_value")})
 
 
 def unread_create_form(problem: str) -> CreateInstanceForm:

@@ -204,3 +204,15 @@ def test_state_with_a_number_json_cannot_carry_is_shown_and_not_saved(root_clien
     assert response.status_code == 200
     assert why in form_errors(response)
     assert reload(instance).revision == instance.revision
+
+
+@pytest.mark.parametrize("revision", ["x", "", "9" * 5000, "-1"])
+def test_state_posted_with_a_broken_revision_says_so_and_is_not_saved(root_client, revision):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, {"email": "ann@example.com", "plan": None},
+                          revision=revision)
+
+    assert response.status_code == 200
+    assert "Reload the page" in form_errors(response)
+    assert reload(instance).state == {"email": "", "plan": None}
