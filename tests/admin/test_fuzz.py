@@ -27,9 +27,9 @@ from django.conf import settings as django_settings
 from django.test import Client
 from django.urls import reverse
 
-from django_workflows.admin.commands import COMMANDS
 from django_workflows.engine import EVENT_TYPES
 from django_workflows.models import Status, WorkflowInstance
+from django_workflows.services import COMMAND_NAMES as COMMANDS
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
