@@ -29,7 +29,7 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import NO_CHANGE_PERMISSION, buttons, run_bulk, run_command, verdicts
+from .commands import buttons, run_bulk, run_command, verdicts
 from .forms import (
     CreateInstanceForm,
     StateForm,
@@ -205,8 +205,11 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                 return HttpResponseRedirect(request.get_full_path())
             if "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
-            if not self.has_change_permission(request, instance):
-                self.message_user(request, f"State not saved: {NO_CHANGE_PERMISSION}",
+            # The page shows no state form where update_state does not apply, so neither
+            # could it show the form's errors: say why on the page instead.
+            verdict = verdicts(self, request, instance)["update_state"]
+            if not verdict.allowed:
+                self.message_user(request, f"State not saved: {verdict.message}",
                                   messages.ERROR)
                 return HttpResponseRedirect(request.get_full_path())
             state_form = StateForm(request.POST)

@@ -216,3 +216,15 @@ def test_state_posted_with_a_broken_revision_says_so_and_is_not_saved(root_clien
     assert response.status_code == 200
     assert "Reload the page" in form_errors(response)
     assert reload(instance).state == {"email": "", "plan": None}
+
+
+@pytest.mark.parametrize("text", ['{"email": "ann@example.com", "plan": null}', "[]"])
+def test_state_posted_to_a_cancelled_instance_is_refused_with_a_message(root_client, text):
+    instance = WorkflowInstanceFactory(started=True, commands=["cancel"])
+
+    response = save_state(root_client, instance, text)
+
+    assert response.status_code == 302
+    [(level, message)] = shown_messages(root_client.get(response["Location"]))
+    assert level == "error" and message.startswith("State not saved: ")
+    assert reload(instance).state == {"email": "", "plan": None}
