@@ -196,26 +196,28 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         if not self.has_view_or_change_permission(request, instance):
             raise PermissionDenied
         state_form = None
-        unreadable = post_limit_problem(request)
-        if unreadable:  # only a state is that large: say so on its form, change nothing
-            state_form = unread_state_form(instance.state, instance.revision, unreadable)
-        elif request.method == "POST":
-            if "_command" in request.POST:
+        if request.method == "POST":
+            unreadable = post_limit_problem(request)  # too large to read: change nothing
+            if not unreadable and "_command" in request.POST:
                 self._command(request, instance)
                 return HttpResponseRedirect(request.get_full_path())
-            if "_state" not in request.POST:
+            if not unreadable and "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
             # The page shows no state form where update_state does not apply, so neither
-            # could it show the form's errors: say why on the page instead.
+            # could it show the form's errors: the page's messages say why instead.
             verdict = verdicts(self, request, instance)["update_state"]
             if not verdict.allowed:
-                self.message_user(request, f"State not saved: {verdict.message}",
+                self.message_user(request, f"State not saved: {unreadable or verdict.message}",
                                   messages.ERROR)
-                return HttpResponseRedirect(request.get_full_path())
-            state_form = StateForm(request.POST)
-            if self._save_state(request, instance, state_form):
-                return HttpResponseRedirect(request.get_full_path())
-            instance = self.get_object(request, unquote(object_id)) or instance
+                if not unreadable:
+                    return HttpResponseRedirect(request.get_full_path())
+            elif unreadable:  # only a state is that large: say so on its form
+                state_form = unread_state_form(instance.state, instance.revision, unreadable)
+            else:
+                state_form = StateForm(request.POST)
+                if self._save_state(request, instance, state_form):
+                    return HttpResponseRedirect(request.get_full_path())
+                instance = self.get_object(request, unquote(object_id)) or instance
         return self._instance_page(request, instance, state_form, extra_context)
 
     def _command(self, request: HttpRequest, instance: WorkflowInstance) -> None:

@@ -19,6 +19,7 @@ from django.urls import reverse
 from django_workflows.models import WorkflowInstance
 from tests.factories import WorkflowInstanceFactory
 
+from .conftest import shown_messages
 from .test_state_form import form_errors, reload
 
 pytestmark = pytest.mark.django_db
@@ -132,6 +133,21 @@ def test_a_state_over_the_upload_limit_is_shown_without_csrf_enforcement_too(roo
 
     assert response.status_code == 200
     assert f"more than the {LIMIT} bytes" in form_errors(response)
+
+
+@override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=LIMIT)
+def test_a_state_over_the_upload_limit_for_a_cancelled_instance_says_so_on_the_page(superuser):
+    instance = WorkflowInstanceFactory(started=True, commands=["cancel"])
+    client = browser(superuser)
+    token = token_of(client, instance_page(instance))
+
+    response = client.post(instance_page(instance),
+                           state_post(oversized_state(), instance.revision, token))
+
+    # Its page has no state form to show the error on: the page's messages say it.
+    assert response.status_code == 200
+    assert [level for level, _ in shown_messages(response)] == ["error"]
+    assert f"more than the {LIMIT} bytes" in shown_messages(response)[0][1]
 
 
 @override_settings(DATA_UPLOAD_MAX_NUMBER_FIELDS=10)
