@@ -60,7 +60,9 @@ def made_instances(owner: Any) -> list[WorkflowInstance]:
 
 
 def says_what_is_wrong(content: str) -> bool:
-    return bool(re.search(r'class="(errorlist|errornote)', content))
+    """A form's errors, or an error in the page's messages."""
+    return bool(re.search(r'class="(errorlist|errornote)', content)
+                or re.search(r'<ul class="messagelist">.*?<li class="error">', content, re.S))
 
 
 def test_fuzzing_the_admin_s_forms_and_filters_finds_no_server_error(settings, capsys):
