@@ -24,6 +24,7 @@ import pytest
 from django.utils.http import parse_header_parameters
 
 from django_workflows.api.parsing import IDEMPOTENCY_KEY_PATTERN, IF_MATCH_PATTERN
+from django_workflows.services import COMMAND_NAMES
 from tests.api.test_fuzz import real_instances
 
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db(transaction=True),
@@ -31,7 +32,6 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db(transaction=True),
 
 EXAMPLES = int(os.environ.get("DWF_FUZZ_EXAMPLES", "20")) * 10
 
-COMMANDS = ["start", "next", "back", "skip", "validate", "retry", "cancel", "rollback"]
 MEDIA_TYPES = ["application/json", "APPLICATION/JSON", "application/json-patch+json",
                "text/plain", "application/x-www-form-urlencoded",
                "multipart/form-data; boundary=xyz", "*/*", "application/*", ""]
@@ -68,7 +68,7 @@ def requests_to(instances: list[str]) -> Any:
     return st.one_of(
         st.tuples(st.just("POST"), st.just("/api/instances/"), create | create | json_text()),
         st.tuples(st.just("POST"), st.builds(lambda pk, name: f"/api/instances/{pk}/{name}/",
-                                             ids, st.sampled_from(COMMANDS)),
+                                             ids, st.sampled_from(COMMAND_NAMES)),
                   command | command | json_text()),
         st.tuples(st.just("PATCH"), ids.map(lambda pk: f"/api/instances/{pk}/state/"),
                   state | state | json_text(object_keys=("email", "plan")).map(
