@@ -28,6 +28,9 @@ from . import registry
 from .conf import DEFAULTS, SETTING_NAME
 from .engine import Workflow
 
+# Settings that are switches; every other one but RUNNER and RETENTION_DAYS is a number.
+BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA"}
+
 DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
 
 
@@ -104,6 +107,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                     f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
+        elif name in BOOLEAN_SETTINGS:
+            if not isinstance(value, bool):
+                errors.append(Error(f"{SETTING_NAME}[{name!r}] must be True or False, "
+                                    f"not {value!r}", id="django_workflows.E010"))
         elif not _positive_number(value):
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))

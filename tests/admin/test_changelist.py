@@ -17,7 +17,7 @@ from django_workflows.models import WorkflowInstance
 from tests import dbutil
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
-from .conftest import changelist_url, instance_url, logged_in
+from .conftest import changelist_url, instance_url, logged_in, shown_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -387,3 +387,56 @@ def test_changelist_links_to_the_definitions_page(root_client):
 
     assert '/admin/django_workflows/workflowinstance/definitions/">Definitions</a>' in content
 
+
+
+# -- values the database cannot hold ------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", [
+    {"workflow": "wiz\x00ard"}, {"current_step": "\x00"}, {"status__exact": "run\x00ning"},
+    {"workflow": "wizard", "current_step": "acc\x00ount"}, {"owner": "1\x00"},
+])
+def test_a_filter_value_with_a_nul_character_is_reported_not_a_500(root_client, query):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(changelist_url(), query)
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+
+
+def test_a_filter_value_with_a_nul_character_is_explained_on_the_next_page(root_client):
+    response = root_client.get(changelist_url(), {"workflow": "wiz\x00ard"}, follow=True)
+
+    assert response.status_code == 200
+    assert shown_messages(response) == [
+        ("error", "The filter workflow cannot hold NUL characters; the list is shown "
+                  "unfiltered.")]
+
+
+def test_a_filter_naming_no_workflow_lists_nothing(root_client):
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"workflow": "no-such-workflow"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
+
+
+def test_a_status_filter_naming_no_status_lists_nothing_as_djangos_own_does(root_client):
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"status__exact": "bogus"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
+
+
+def test_a_search_with_a_nul_character_is_refused_with_djangos_message_not_a_500(root_client):
+    WorkflowInstanceFactory(owner=UserFactory(username="ann"))
+
+    response = root_client.get(changelist_url(), {"q": "an\x00n"})
+
+    # Django's own search form refuses it, says so, and lists without searching.
+    assert response.status_code == 200
+    assert "Null characters are not allowed." in response.content.decode()
