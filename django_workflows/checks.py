@@ -13,6 +13,7 @@
 | E021 | django-q2's ``max_attempts`` is unbounded |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
+| W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 """
 
 from __future__ import annotations
@@ -169,3 +170,18 @@ def check_django_q(app_configs: Any = None, **kwargs: Any) -> list[Error | Warni
                  "8x more tasks per second.",
             id="django_workflows.W002"))
     return problems
+
+
+@register()
+def check_app_order(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Our admin index template (the inbox link) is found only before the admin's own."""
+    names = [config.name for config in apps.get_app_configs()]
+    if "django.contrib.admin" not in names or "django_workflows" not in names:
+        return []
+    if names.index("django_workflows") < names.index("django.contrib.admin"):
+        return []
+    return [Warning(
+        '"django_workflows" comes after "django.contrib.admin" in INSTALLED_APPS, so the '
+        "admin's index page shows no link to the task inbox",
+        hint='List "django_workflows" before "django.contrib.admin" (the inbox itself is '
+             "under Workflows > Tasks either way).", id="django_workflows.W010")]

@@ -40,6 +40,12 @@ class WorkflowInstance(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workflow = models.CharField(_("workflow"), max_length=200)
+    # The caller's own name for the instance (an order number): one per workflow at most.
+    # NULL when none: unique constraints let NULLs repeat on every database (Django's advice
+    # for a unique CharField that may be blank).
+    # db_index (not Meta.indexes): PostgreSQL then also gets the index a prefix search uses.
+    reference = models.CharField(_("reference"), max_length=200, null=True,  # noqa: DJ001
+                                 blank=True, default=None, db_index=True)
     version = models.PositiveIntegerField(_("version"))
     status = models.CharField(_("status"), max_length=20, choices=Status.choices,
                               default=Status.IDLE)
@@ -73,9 +79,18 @@ class WorkflowInstance(models.Model):
             models.Index(fields=["updated_at"], name="dwf_instance_active",
                          condition=Q(status__in=ACTIVE_STATUSES)),
         ]
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "reference"],
+                                    name="dwf_instance_workflow_reference"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.workflow} {self.id}"
+
+    @property
+    def name(self) -> str:
+        """What people call it: its reference, or the start of its id."""
+        return self.reference or f"{str(self.pk)[:8]}…"
 
     def engine_data(self) -> dict[str, Any]:
         """The row in the engine's JSON shape (its nested child is a row of its own)."""

@@ -60,13 +60,14 @@ def _bulk_action(name: str, label: str) -> Any:
 
 @admin.register(WorkflowInstance)
 class WorkflowInstanceAdmin(admin.ModelAdmin):
-    list_display = ("short_id", "workflow_title", "status_badge", "current_step_title", "owner",
-                    "revision", "updated_at")
+    list_display = ("short_id", "reference", "workflow_title", "status_badge",
+                    "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)
     list_filter = (WorkflowFilter, ("status", admin.ChoicesFieldListFilter), CurrentStepFilter,
                    OwnerFilter)
-    search_fields = ("id", "owner__username")  # shown as the search box; see get_search_results
-    search_help_text = "An instance id, or part of an owner's username or email."
+    search_fields = ("id", "reference", "owner__username")  # the box; see get_search_results
+    search_help_text = ("An instance id or its start (as the list shows it), a reference or "
+                        "its start, or part of an owner's username or email.")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at",)
     sortable_by = ("updated_at",)  # the indexed ordering only: no sort of the whole table
@@ -96,6 +97,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_badge(self, instance: WorkflowInstance) -> str:
+        if instance.status == "idle" and getattr(instance, "last_phase", None) == "finished":
+            # Back to idle by a rollback, not a row that never started.
+            return format_html('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
         return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
                            instance.get_status_display())
 
@@ -276,7 +280,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         definition = registry.find(instance.workflow)
         context = self._context(
             request, title=f"{definition.title if definition else instance.workflow} "
-                           f"{str(instance.pk)[:8]}",
+                           f"{instance.name}",
             original=instance, object_id=str(instance.pk), can_change=can_change,
             commands=[b for b in commands if b.allowed],
             unavailable=[b for b in commands if not b.allowed], state_form=state_form,

@@ -28,6 +28,7 @@ from ..exceptions import (
     InvalidState,
     MigrationRequired,
     NotAllowed,
+    ReferenceTaken,
     StaleRevision,
     StateTooLarge,
     UnknownWorkflow,
@@ -91,6 +92,9 @@ def workflow_error(exc: Exception) -> Response | None:
     if isinstance(exc, InvalidState):
         return Response(error_body(exc.reason, exc.code, state_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ReferenceTaken):
+        return Response({**error_body(exc.reason, exc.code), "id": exc.existing},
+                        status=status.HTTP_409_CONFLICT)
     if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_input":
         return Response(error_body(exc.reason, exc.code, input_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)

@@ -83,6 +83,7 @@ class InstanceFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(
         choices=Status.choices, help_text="One status, or several (status=running&status=blocked).")
     current_step = django_filters.CharFilter(help_text="A step id.")
+    reference = django_filters.CharFilter(help_text="Your reference for it (exact).")
     owner = UserIdFilter(help_text="The owner's user id (no such user: no instances).")
     created = TimeRangeFilter(
         field_name="created_at", help_text="created_after / created_before (ISO 8601).")
@@ -91,7 +92,8 @@ class InstanceFilter(django_filters.FilterSet):
 
     class Meta:
         model = WorkflowInstance
-        fields = ["workflow", "status", "current_step", "owner", "created", "updated"]
+        fields = ["workflow", "status", "current_step", "reference", "owner", "created",
+                  "updated"]
 
 
 class StableOrdering(OrderingFilter):

@@ -45,6 +45,17 @@ class StateField(serializers.DictField):
         return value
 
 
+class ReferenceField(serializers.CharField):
+    """A reference: printable text a database can store, blank meaning none."""
+
+    def to_internal_value(self, data: Any) -> str | None:
+        value = super().to_internal_value(data)
+        if json_problems(value):
+            raise serializers.ValidationError("This text must not contain NUL characters or "
+                                              "unpaired surrogates.")
+        return value or None
+
+
 # -- input ---------------------------------------------------------------------------
 
 
@@ -53,6 +64,9 @@ class CreateInstanceSerializer(serializers.Serializer):
     state = StateField(required=False, help_text="The initial state; default: the "
                                                   "definition's initial state.")
     start = serializers.BooleanField(default=False, help_text="Start it at once.")
+    reference = ReferenceField(required=False, allow_null=True, max_length=200,
+                               help_text="Your own name for it (an order number): at most "
+                                         "one instance per workflow has it.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -244,7 +258,7 @@ class InstanceSerializer(serializers.ModelSerializer):
         fields = ["id", "workflow", "version", "status", "state", "current_step",
                   "completed_steps", "skipped_steps", "history", "errors", "operations",
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
-                  "completed_at", "actions"]
+                  "completed_at", "reference", "actions"]
         read_only_fields = fields
 
     @extend_schema_field(NULLABLE_STRING)

@@ -21,9 +21,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import engine, registry, services
-from ..engine.schema import json_schema_of
+from .. import engine, services
 from ..models import TaskStatus, WorkflowTask
+from ..queries import form_of
 from ..services.access import acting_on_tasks, visible_tasks
 from ..services.idempotency import fingerprint_of
 from .filters import Pages
@@ -56,12 +56,6 @@ class TaskFilter(django_filters.FilterSet):
 
     def claimed_by_me(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
         return queryset.filter(claimed_by=self.request.user)
-
-
-def form_of(task: WorkflowTask) -> dict[str, Any] | None:
-    definition = registry.find(task.workflow)
-    step = definition.steps_by_id.get(task.step) if definition is not None else None
-    return json_schema_of(step.task.form) if step is not None and step.task else None
 
 
 class TaskSerializer(serializers.ModelSerializer):
