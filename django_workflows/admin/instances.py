@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from .. import engine, registry, services
 from ..conf import workflow_settings
@@ -99,7 +100,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
     def status_badge(self, instance: WorkflowInstance) -> str:
         if instance.status == "idle" and getattr(instance, "last_phase", None) == "finished":
             # Back to idle by a rollback, not a row that never started.
-            return format_html('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
+            return mark_safe('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
         return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
                            instance.get_status_display())
 

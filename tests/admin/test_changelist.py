@@ -8,10 +8,11 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.test import override_settings
+from django.test import TestCase, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from django_workflows import services
 from django_workflows.admin.changelist import EstimatedCountPaginator, estimated_count
 from django_workflows.models import WorkflowInstance
 from tests import dbutil
@@ -440,3 +441,37 @@ def test_a_search_with_a_nul_character_is_refused_with_djangos_message_not_a_500
     # Django's own search form refuses it, says so, and lists without searching.
     assert response.status_code == 200
     assert "Null characters are not allowed." in response.content.decode()
+
+
+def test_the_reference_is_a_column_and_the_search_finds_it_or_its_start(root_client):
+    order = services.create("wizard", reference="ORDER-2024-17")
+    services.create("wizard", reference="OTHER-1")
+
+    exact = root_client.get(changelist_url(), {"q": "ORDER-2024-17"})
+    start = root_client.get(changelist_url(), {"q": "ORDER-2024"})
+
+    assert listed(exact) == [str(order.pk)] and listed(start) == [str(order.pk)]
+    assert "ORDER-2024-17" in exact.content.decode()
+
+
+def test_the_search_finds_an_instance_by_the_short_id_the_list_shows(root_client):
+    instance = WorkflowInstanceFactory()
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"q": str(instance.pk)[:8]})
+
+    assert listed(response) == [str(instance.pk)]
+
+
+def test_a_rolled_back_instance_says_so_until_it_starts_again(root_client):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True, commands=["next"])
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        services.rollback(instance)
+
+    row = re.search(r'<tr>.*?dwf-id.*?</tr>', root_client.get(changelist_url()).content.decode(),
+                    re.S).group(0)
+    assert "Rolled back" in row
+    services.start(instance)
+    row = re.search(r'<tr>.*?dwf-id.*?</tr>', root_client.get(changelist_url()).content.decode(),
+                    re.S).group(0)
+    assert "Rolled back" not in row
