@@ -256,11 +256,15 @@ class Transition:
     source: str
     target: str
     when: Hook | None = field(default=None, kw_only=True)
+    label: str | None = field(default=None, kw_only=True)  # shown on the diagram
 
     def __post_init__(self) -> None:
         _check_id(self.source, "Transition source")
         _check_id(self.target, "Transition target")
         _check_callable(self.when, f'Transition "{self.source}" -> "{self.target}": when')
+        if self.label is not None and not isinstance(self.label, str):
+            raise DefinitionError(f'Transition "{self.source}" -> "{self.target}": label must '
+                                  f"be a string, not {self.label!r}")
 
 
 @dataclass(frozen=True, eq=False)

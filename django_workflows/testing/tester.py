@@ -18,7 +18,7 @@ that moves only when you call :meth:`WorkflowTester.advance`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -114,11 +114,15 @@ class WorkflowTester:
             self.advance(max(first.timestamp() - self.clock.time, 0))
             ids = self._tree_ids(instance)
 
-    def run_to_completion(self, instance: Any, *, max_moves: int = 1000) -> WorkflowInstance:
+    def run_to_completion(self, instance: Any, *, tasks: Mapping[str, Any] | None = None,
+                          max_moves: int = 1000) -> WorkflowInstance:
         """Start it if need be, then ``next`` and wait out deadlines until it completes.
 
-        Raises AssertionError naming the status and errors when it gets stuck
-        (blocked, failed, cancelled) instead.
+        ``tasks`` gives the input of each step's task by step id
+        (``{"approval": {"decision": "approved"}}``): an open task is completed with
+        it, as trusted code (no user). Raises AssertionError naming the status and
+        errors when it gets stuck (blocked, failed, cancelled, or a task without an
+        input) instead.
         """
         current = self.reload(instance)
         if current.status == "idle":
@@ -132,7 +136,16 @@ class WorkflowTester:
                 raise AssertionError(f"Instance {current.pk} of {current.workflow!r} stopped "
                                      f"{current.status!r} at step {current.current_step!r}: "
                                      f"{current.errors}")
-            current = self.next(current)
+            task = current.snap.open_task
+            if task is None:
+                current = self.next(current)
+            elif tasks is not None and task.step in tasks:
+                current = self.complete(current, input=tasks[task.step], user=None)
+            else:
+                raise AssertionError(f"Instance {current.pk} of {current.workflow!r} waits "
+                                     f'for its task "{task.title}" at step {task.step!r}: '
+                                     f"give its input, run_to_completion(tasks="
+                                     f"{{{task.step!r}: {{...}}}})")
         raise AssertionError(f"Instance {current.pk} did not complete in {max_moves} moves")
 
     # -- reading ------------------------------------------------------------

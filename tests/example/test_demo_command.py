@@ -186,12 +186,13 @@ def test_a_demo_customer_walks_the_wizard_through_the_api(demo):
     child = f"/api/instances/{call(demo, 'GET', path)[1]['nested']['id']}/"
     fill(child, document_type="passport", document_number="C01X00T47")
     assert call(demo, "POST", path + "next/")[1]["nested"]["current_step"] == "review"
-    status, _ = call(demo, "PATCH", child + "state/", {"state": {"decision": "approved"}})
-    assert status == 403  # the customer may not decide their own review
-    _, review = call(demo, "GET", child, user=OPERATOR)
-    call(demo, "PATCH", child + "state/", {"state": {**review["state"], "decision": "approved"}},
-         user=OPERATOR)
-    assert call(demo, "POST", child + "next/", user=OPERATOR)[1]["status"] == "completed"
+    status, _ = call(demo, "POST", child + "next/")
+    assert status == 409  # the review waits for an operator's decision (its task)
+    _, inbox = call(demo, "GET", "/api/tasks/", user=OPERATOR)
+    [review] = [task for task in inbox["results"] if task["instance"] in child]
+    status, done = call(demo, "POST", f"/api/tasks/{review['id']}/complete/",
+                        {"input": {"decision": "approved"}}, user=OPERATOR)
+    assert (status, done["instance"]["status"]) == (200, "completed")
 
     assert call(demo, "GET", path)[1]["current_step"] == "confirm"
     fill(path, accept_terms=True)
