@@ -162,6 +162,7 @@ class WorkflowTaskAdmin(admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request), "opts": self.opts, "title": task.title,
             "task": task, "instance": instance, "instance_url": change_url(instance.pk),
+            "workflow_title": self.workflow_title(task),
             "form": form, "revision": instance.revision,
             "media": self.media + form.media if form is not None else self.media,
             "can": {name: verdict.allowed for name, verdict in found.items()},
@@ -184,10 +185,9 @@ class WorkflowTaskAdmin(admin.ModelAdmin):
             services.command(task.instance_id, verb, task=str(task.pk), user=request.user,
                              expected_revision=revision, **values)
         except WorkflowNotMoved as error:
-            if form is not None and error.field_errors:
-                for problem in error.field_errors:
-                    form.add_error(problem.field if problem.field in form.fields else None,
-                                   problem.message)
+            if form is not None and error.code in ("invalid_input", "validation_failed"):
+                for field, message in field_messages(error):
+                    form.add_error(field if field in form.fields else None, message)
                 return False
             self.message_user(request, f"{label} refused: {error.reason}", messages.WARNING)
             return form is None
@@ -201,6 +201,18 @@ class WorkflowTaskAdmin(admin.ModelAdmin):
             return form is None
         self.message_user(request, f"{label}: done.", messages.SUCCESS)
         return True
+
+
+def field_messages(error: WorkflowNotMoved) -> list[tuple[str | None, str]]:
+    """A refused input's messages by field: the form's own field errors, or a step's
+    ``"field: message"`` (the convention the example's validate hooks follow)."""
+    if error.field_errors:
+        return [(problem.field or None, problem.message) for problem in error.field_errors]
+    found: list[tuple[str | None, str]] = []
+    for message in error.reason.split("; "):
+        field, colon, text = message.partition(": ")
+        found.append((field, text) if colon and field.isidentifier() else (None, message))
+    return found
 
 
 def _uuid_or_none(value: str) -> uuid.UUID | None:
