@@ -13,6 +13,7 @@
 | E021 | django-q2's ``max_attempts`` is unbounded |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
+| W020 | a task's candidates name a group or a permission that does not exist |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 """
 
@@ -185,3 +186,45 @@ def check_app_order(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
         "admin's index page shows no link to the task inbox",
         hint='List "django_workflows" before "django.contrib.admin" (the inbox itself is '
              "under Workflows > Tasks either way).", id="django_workflows.W010")]
+
+
+@register(Tags.database)
+def check_task_candidates(app_configs: Any = None, databases: Any = None,
+                          **kwargs: Any) -> list[Warning]:
+    """Groups and permissions the tasks name: data, made after the code, so a warning."""
+    if not databases:
+        return []
+    from django.contrib.auth.models import Group, Permission
+    from django.db import DatabaseError
+
+    named: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for definition in registry.all_definitions():
+        for step in definition.steps:
+            task = step.task
+            if task is None:
+                continue
+            static = () if callable(task.candidates) else task.candidates
+            for candidate in (*static, *task.escalate_to):
+                kind, _, name = candidate.partition(":")
+                if kind in ("group", "perm"):
+                    named.setdefault((kind, name), []).append((definition.id, step.id))
+    try:
+        groups = set(Group.objects.filter(
+            name__in=[name for kind, name in named if kind == "group"]).values_list(
+            "name", flat=True))
+        permissions = {f"{app}.{codename}" for app, codename in Permission.objects.values_list(
+            "content_type__app_label", "codename")} if any(k == "perm" for k, _ in named) else set()
+    except DatabaseError:
+        return []  # not migrated yet: nothing to compare with
+    problems = []
+    for (kind, name), places in sorted(named.items()):
+        if (kind == "group" and name in groups) or (kind == "perm" and name in permissions):
+            continue
+        what = "group" if kind == "group" else "permission"
+        for workflow, step in places:
+            problems.append(Warning(
+                f'Workflow "{workflow}": the task of step "{step}" names {what} "{name}", '
+                "which does not exist",
+                hint="Make it (a data migration, or the admin), or correct the name; until "
+                     "then nobody is that candidate.", id="django_workflows.W020"))
+    return problems

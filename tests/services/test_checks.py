@@ -128,6 +128,33 @@ def test_e005_another_broken_definition():
     assert problem.hint == "in tests.testapp.broken.invalid"
 
 
+def test_e005_a_task_whose_form_is_not_a_json_schema_names_its_step():
+    registry.autodiscover("broken.bad_task")
+
+    (problem,) = with_id(definition_problems(), "E005")
+    assert problem.msg.startswith('Step "decision": task: form is not a valid JSON Schema')
+    assert problem.hint == "in tests.testapp.broken.bad_task"
+
+
+@pytest.mark.django_db
+def test_w020_a_task_candidate_naming_no_group_or_permission():
+    registry.autodiscover("broken.unknown_candidates")
+
+    problems = with_id(checks.check_task_candidates(databases=["default"]), "W020")
+
+    assert sorted(p.msg for p in problems if '"broken-candidates"' in p.msg) == [
+        'Workflow "broken-candidates": the task of step "decision" names group '
+        '"nobody-here", which does not exist',
+        'Workflow "broken-candidates": the task of step "decision" names permission '
+        '"shop.no_such", which does not exist']
+
+
+def test_w020_is_not_asked_without_a_database():
+    registry.autodiscover("broken.unknown_candidates")
+
+    assert checks.check_task_candidates() == []
+
+
 def test_e006_a_nested_workflow_id_that_is_not_registered():
     register(Workflow(id="lonely", steps=[Step("nest", nested="missing")]))
 
