@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from django.db import connection
 from django.db.models import Model
 
+# Seconds between looks at the lock waits: InnoDB refreshes its view of them (innodb_trx)
+# only when nobody read it for 0.1 s, so polling faster sees the first answer for ever.
+LOCK_WAIT_POLL = 0.2
 # Database servers with real row locks: a lock waits, times out, and is taken in order.
 REAL_LOCK_VENDORS = ("postgresql", "mysql")
 
@@ -112,6 +117,16 @@ def sessions_waiting_for_a_lock() -> int:
         else:
             raise NotImplementedError(f"no lock waits to count on {connection.vendor}")
         return cursor.fetchone()[0]
+
+
+def a_session_waits_for_a_lock(timeout: float) -> bool:
+    """Whether another session is seen waiting for a row lock within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while sessions_waiting_for_a_lock() == 0:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(LOCK_WAIT_POLL)
+    return True
 
 
 def column_sql(model: type[Model], field: str) -> str:

@@ -303,10 +303,8 @@ def test_a_command_answers_busy_while_another_holds_the_row_and_a_cancel_waits()
         # wait whole seconds).
         assert 0.4 <= waited < 2.0
         threads[1].start()
-        deadline = time.monotonic() + 5.0
-        while dbutil.sessions_waiting_for_a_lock() == 0:  # the cancel is queued behind the holder
-            assert time.monotonic() < deadline, "the cancel never waited for the lock"
-            time.sleep(0.01)
+        # The cancel is queued behind the holder.
+        assert dbutil.a_session_waits_for_a_lock(5.0), "the cancel never waited for the lock"
         assert "canceller" not in holding
     finally:
         release.set()

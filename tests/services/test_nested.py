@@ -208,21 +208,8 @@ def test_a_running_childs_exit_guard_refuses_the_parents_cancel(guarded_child):
 # -- lock order -----------------------------------------------------------------------------
 
 
-def test_a_command_on_the_child_locks_the_parent_first(monkeypatch):
-    parent, child = at_check()
-    locked = []
-    original = locking._locked
-
-    def spy(pk):
-        row = original(pk)
-        locked.append(row.pk)
-        return row
-
-    monkeypatch.setattr(locking, "_locked", spy)
-
-    services.next(child)
-
-    assert locked == [parent.pk, child.pk]
+# That a child's command takes its parent's lock before its own, with real locks:
+# tests/services/test_locking.py.
 
 
 def test_the_locked_chain_runs_from_the_root_down():
