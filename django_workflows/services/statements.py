@@ -49,8 +49,9 @@ class Statements:
         self.select = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}{lock}"
         # InnoDB (MariaDB, MySQL) locks every row a locking read looks at, even one its WHERE
         # then refuses: select_root would lock a child before its root. There the root is
-        # found by reading up the parents in a recursive CTE (plain reads: no lock) and only
-        # the root is locked, in the same statement.
+        # found by reading up the parents in a recursive CTE and only the root is locked, in
+        # one statement: FOR UPDATE does not lock what its subqueries read (MySQL documents
+        # it; MariaDB does the same, and tests/services/test_locking.py holds it to that).
         self.finds_root_unlocked = connection.vendor == "mysql"
         # MariaDB bounds a lock wait in the statement (FOR UPDATE WAIT n, whole seconds);
         # MySQL 8 has no WAIT n: there bounded_wait sets the session's lock wait timeout.
