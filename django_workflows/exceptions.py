@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Busy", "IdempotencyConflict", "InstanceNotFound", "InvalidState", "MigrationRequired",
+    "NotAllowed",
     "StaleRevision", "StateTooLarge", "UnknownWorkflow", "WorkflowError", "WorkflowNotMoved",
 ]
 
@@ -65,6 +66,12 @@ class Busy(WorkflowError):
 
 class InstanceNotFound(WorkflowError, LookupError):
     pass
+
+
+class NotAllowed(WorkflowError):
+    """The user may see the instance but not do this to it (the access rules refused)."""
+
+    code = "permission_denied"
 
 
 class UnknownWorkflow(WorkflowError, LookupError):

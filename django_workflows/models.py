@@ -14,6 +14,13 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from . import engine
+
+
+def _epoch(value: Any) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
 ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back")
 
 
@@ -69,41 +76,58 @@ class WorkflowInstance(models.Model):
     def __str__(self) -> str:
         return f"{self.workflow} {self.id}"
 
-    # Parts of the snapshot, as the API and the admin show them.
-    def _part(self, name: str) -> Any:
-        return self.snapshot.get(name) or []
+    def engine_data(self) -> dict[str, Any]:
+        """The row in the engine's JSON shape (its nested child is a row of its own)."""
+        data = {key: value for key, value in self.snapshot.items() if key != "nested_id"}
+        data.update(id=str(self.pk), workflow=self.workflow, version=self.version,
+                    status=self.status, state=self.state, current_step=self.current_step or None,
+                    parent_id=str(self.parent_id) if self.parent_id else None,
+                    parent_step=self.parent_step or None, started_at=_epoch(self.started_at),
+                    completed_at=_epoch(self.completed_at))
+        return data
 
     @property
-    def completed_steps(self) -> list[str]:
-        return self._part("completed_steps")
+    def snap(self) -> engine.WorkflowSnapshot:
+        """The row as the engine's typed snapshot: the one reading of what it stores.
 
-    @property
-    def skipped_steps(self) -> list[str]:
-        return self._part("skipped_steps")
-
-    @property
-    def history(self) -> list[str]:
-        return self._part("history")
-
-    @property
-    def errors(self) -> list[str]:
-        return self._part("errors")
-
-    @property
-    def operations(self) -> list[dict[str, Any]]:
-        return self._part("operations")
-
-    @property
-    def parallel(self) -> list[dict[str, Any]]:
-        return self._part("parallel")
+        Rebuilt whenever ``state`` or ``snapshot`` were replaced (the services do).
+        """
+        key = (id(self.snapshot), id(self.state), self.status, self.current_step)
+        cached = self.__dict__.get("_snap")
+        if cached is None or cached[0] != key:
+            cached = (key, engine.from_json(self.engine_data()))
+            self.__dict__["_snap"] = cached
+        return cached[1]
 
     @property
     def nested_id(self) -> str | None:
+        """The current nested child's id (the link the row stores to the child's own row)."""
         return self.snapshot.get("nested_id")
 
+    # Parts of the snapshot as plain JSON (lists and dicts), for templates and user code.
     @property
-    def rollback_plan(self) -> dict[str, Any] | None:
-        return self.snapshot.get("rollback")
+    def completed_steps(self) -> list[str]:
+        return list(self.snap.completed_steps)
+
+    @property
+    def skipped_steps(self) -> list[str]:
+        return list(self.snap.skipped_steps)
+
+    @property
+    def history(self) -> list[str]:
+        return list(self.snap.history)
+
+    @property
+    def errors(self) -> list[str]:
+        return list(self.snap.errors)
+
+    @property
+    def operations(self) -> list[dict[str, Any]]:
+        return [engine.to_json(op) for op in self.snap.operations]
+
+    @property
+    def parallel(self) -> list[dict[str, Any]]:
+        return [engine.to_json(branch) for branch in self.snap.parallel]
 
     @property
     def is_finished(self) -> bool:
@@ -147,8 +171,11 @@ class IdempotencyKey(models.Model):
     fingerprint = models.CharField(max_length=64)  # what the request asked, hashed
     instance = models.ForeignKey(WorkflowInstance, null=True, blank=True,
                                  on_delete=models.CASCADE, related_name="+")
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    response = models.JSONField(null=True, blank=True)
+    # The first request's result, neutral of how it is shown: the instance and its
+    # revision, or the refusal's code and message.
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    refusal_code = models.CharField(max_length=100, blank=True, default="")
+    refusal_message = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:

@@ -17,11 +17,10 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
-from .. import registry, services
+from .. import engine, registry, services
 from ..conf import workflow_settings
-from ..exceptions import InvalidState, StaleRevision, StateTooLarge, WorkflowError
+from ..exceptions import InvalidState, NotAllowed, StaleRevision, StateTooLarge, WorkflowError
 from ..models import WorkflowEvent, WorkflowInstance
-from .access import refusal_for
 from .changelist import (
     CurrentStepFilter,
     EstimatedCountPaginator,
@@ -30,24 +29,24 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import COMMANDS, DESTRUCTIVE, LABELS, run_bulk, run_command
+from .commands import NO_CHANGE_PERMISSION, buttons, run_bulk, run_command, verdicts
 from .forms import CreateInstanceForm, StateForm, pretty_json, state_errors
 from .pages import change_url, definitions_context, instance_context, live_payload
 
 
-def _bulk_action(name: str) -> Any:
+def _bulk_action(name: str, label: str) -> Any:
     def action(model_admin: WorkflowInstanceAdmin, request: HttpRequest, queryset: Any) -> None:
         limit = int(workflow_settings.ADMIN_BULK_LIMIT)
         instances = list(queryset[: limit + 1])
         if len(instances) > limit:
             model_admin.message_user(
-                request, f"{LABELS[name]}: select at most {limit} instances at once; "
+                request, f"{label}: select at most {limit} instances at once; "
                          "nothing was done.", messages.ERROR)
             return
         run_bulk(model_admin, request, instances, name)
 
     action.__name__ = f"{name}_selected"
-    return admin.action(description=f"{LABELS[name]}: selected instances",
+    return admin.action(description=f"{label}: selected instances",
                         permissions=["change"])(action)
 
 
@@ -68,7 +67,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
-    actions = [_bulk_action(name) for name in COMMANDS]
+    actions = [_bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()]
     # Not the conventional name, which every admin of this model would pick up.
     change_list_template = "admin/django_workflows/workflowinstance/instances_change_list.html"
 
@@ -116,6 +115,13 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             for obj in objs if obj.parent_id and obj.parent_id not in chosen)]
         return deleted, counts, perms_needed, protected
 
+    def delete_model(self, request: HttpRequest, obj: WorkflowInstance) -> None:
+        services.delete(obj, user=request.user)  # the tree's lock first, then the rows
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for instance in queryset.filter(parent__isnull=True).only("pk"):
+            services.delete(instance, user=request.user)
+
     def get_urls(self) -> list[Any]:
         info = self.opts.app_label, self.opts.model_name
         wrap = self.admin_site.admin_view
@@ -150,13 +156,12 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     def _create(self, request: HttpRequest, form: CreateInstanceForm) -> WorkflowInstance | None:
         workflow = form.cleaned_data["workflow"]
-        refusal = refusal_for(self, request, None, "create", workflow=workflow)
-        if refusal:
-            form.add_error(None, refusal)
-            return None
         try:
             instance = services.create(workflow, state=form.cleaned_data["state"],
                                        user=request.user, start=form.cleaned_data["start"])
+        except NotAllowed as error:
+            form.add_error(None, str(error))
+            return None
         except (InvalidState, StateTooLarge) as error:
             form.add_error("state", state_errors(error))
             return None
@@ -183,9 +188,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                 return HttpResponseRedirect(request.get_full_path())
             if "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
-            refusal = refusal_for(self, request, instance, "update_state")
-            if refusal:
-                self.message_user(request, f"State not saved: {refusal}", messages.ERROR)
+            if not self.has_change_permission(request, instance):
+                self.message_user(request, f"State not saved: {NO_CHANGE_PERMISSION}",
+                                  messages.ERROR)
                 return HttpResponseRedirect(request.get_full_path())
             state_form = StateForm(request.POST)
             if self._save_state(request, instance, state_form):
@@ -199,14 +204,17 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             revision = int(request.POST["revision"]) if request.POST.get("revision") else None
         except ValueError:
             revision = None
-        result = run_command(self, request, instance, name, expected_revision=revision)
+        reason = request.POST.get("reason", "").strip() or None
+        result = run_command(self, request, instance, name, expected_revision=revision,
+                             reason=reason)
         if result.moved:
-            self.log_change(request, instance, f"{LABELS[name]} (through the service layer).")
+            self.log_change(request, instance,
+                            f"{engine.ACTIONS[name].label} (through the service layer).")
         self.message_user(request, result.text, result.level)
 
     def _save_state(self, request: HttpRequest, instance: WorkflowInstance,
                     form: StateForm) -> bool:
-        """``update_state`` with the form's value; False (errors on the form) when not saved."""
+        """``update_state`` with the form's value; False (errors on the form) to show it again."""
         if not form.is_valid():
             return False
         expected = form.cleaned_data["revision"]
@@ -215,6 +223,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                                   expected_revision=expected)
         except (InvalidState, StateTooLarge) as error:
             form.add_error("state", state_errors(error))
+        except NotAllowed as error:  # no form for them: the page says why
+            self.message_user(request, f"State not saved: {error}", messages.ERROR)
+            return True
         except StaleRevision as error:
             form.add_error(None, f"Not saved: someone changed this instance while you edited "
                                  f"it (revision {error.actual}, your edit started from "
@@ -234,16 +245,8 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                        state_form: StateForm | None,
                        extra_context: dict[str, Any] | None) -> TemplateResponse:
         can_change = self.has_change_permission(request, instance)
-        commands = []
-        if can_change:
-            for name in COMMANDS:
-                if name == "start" and instance.status != "idle":
-                    continue
-                commands.append({"name": name, "label": LABELS[name],
-                                 "confirm": name in DESTRUCTIVE,
-                                 "refusal": refusal_for(self, request, instance, name)})
-        state_refusal = refusal_for(self, request, instance, "update_state") \
-            if can_change else "view only"
+        found = verdicts(self, request, instance)
+        commands = buttons(found) if can_change else []
         if state_form is None:
             state_form = StateForm(initial={"state": pretty_json(instance.state),
                                             "revision": instance.revision})
@@ -252,7 +255,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             request, title=f"{definition.title if definition else instance.workflow} "
                            f"{str(instance.pk)[:8]}",
             original=instance, object_id=str(instance.pk), can_change=can_change,
-            commands=commands, state_form=state_form, can_edit_state=state_refusal is None,
+            commands=[b for b in commands if b.allowed],
+            unavailable=[b for b in commands if not b.allowed], state_form=state_form,
+            can_edit_state=found["update_state"].allowed,
             has_delete_permission=self.has_delete_permission(request, instance),
             **instance_context(request, instance), **(extra_context or {}))
         return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",

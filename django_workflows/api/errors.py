@@ -27,6 +27,7 @@ from ..exceptions import (
     InstanceNotFound,
     InvalidState,
     MigrationRequired,
+    NotAllowed,
     StaleRevision,
     StateTooLarge,
     UnknownWorkflow,
@@ -97,6 +98,8 @@ def workflow_error(exc: Exception) -> Response | None:
     if isinstance(exc, IdempotencyConflict):
         return Response(error_body(str(exc), IDEMPOTENCY_CONFLICT),
                         status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    if isinstance(exc, NotAllowed):
+        return Response(error_body(str(exc), exc.code), status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, InstanceNotFound):
         return Response(error_body(str(exc), "not_found"), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, UnknownWorkflow):  # the instance is there; its definition is not

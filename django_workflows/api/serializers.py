@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any, get_args
+from functools import cache
+from typing import Any, get_args, get_type_hints
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import registry
-from ..engine import Workflow
+from .. import engine, registry, services
+from ..engine import BranchSnapshot, Workflow
 from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
-from ..queries import live_operations
+from ..queries import LiveOperation, live_operations
 from ..storable import json_problems
 
 OPERATION_STATUSES = list(get_args(OperationStatus))
@@ -53,6 +55,23 @@ class CreateInstanceSerializer(serializers.Serializer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["workflow"].choices = sorted(d.id for d in registry.all_definitions())
+
+
+def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Field:
+    """The API field of what a command takes; its type comes from the command's declaration."""
+    kind = get_type_hints(command)[name]
+    if kind == str | None:
+        return serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                     max_length=1000, help_text=f"The {name}, if any.")
+    raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
+
+
+@cache
+def command_body(command: type[engine.PersonCommand]) -> type[serializers.Serializer]:
+    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``)."""
+    fields = {name: _field_for(command, name) for name in command.takes()}
+    name = "".join(part.title() for part in command.name.split("_")) + "Body"
+    return type(name, (serializers.Serializer,), fields)
 
 
 class StateSerializer(serializers.Serializer):
@@ -136,30 +155,41 @@ class BranchSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
 
 
-def operation_view(operation: dict[str, Any]) -> dict[str, Any]:
+def operation_view(live: LiveOperation) -> dict[str, Any]:
     """An operation as the API shows it: times in ISO 8601, no fencing token."""
-    progress = operation.get("progress")
+    op = live.operation
     return {
-        "id": operation["id"], "step": operation.get("step", ""),
-        "title": operation.get("title") or operation["id"],
-        "description": operation.get("description"), "status": operation["status"],
-        "attempt": operation.get("attempt", 0),
-        "progress": None if progress is None else {
-            "current": progress.get("current", 0), "total": progress.get("total"),
-            "message": progress.get("message")},
-        "result": operation.get("result"), "error": operation.get("error"),
-        "started_at": _iso(operation.get("started_at")),
-        "completed_at": _iso(operation.get("completed_at")),
-        "retry_at": _iso(operation.get("retry_at")),
-        "heartbeat_at": operation.get("heartbeat_at"),
-        "metadata": operation.get("metadata") or {}, "logs": list(operation.get("logs") or []),
-        "children": [operation_view(child) for child in operation.get("children") or []],
+        "id": op.id, "step": op.step, "title": op.title or op.id,
+        "description": op.description, "status": op.status, "attempt": op.attempt,
+        "progress": asdict(op.progress) if op.progress is not None else None,
+        "result": op.result, "error": asdict(op.error) if op.error is not None else None,
+        "started_at": _iso(op.started_at), "completed_at": _iso(op.completed_at),
+        "retry_at": _iso(op.retry_at),
+        "heartbeat_at": None if live.heartbeat_at is None
+        else _datetime.to_representation(live.heartbeat_at),
+        "metadata": dict(op.metadata), "logs": list(op.logs),
+        "children": [operation_view(LiveOperation(child)) for child in op.children],
     }
 
 
-def branch_view(branch: dict[str, Any]) -> dict[str, Any]:
-    return {"id": branch["id"], "step": branch.get("step", ""), "status": branch["status"],
-            "error": branch.get("error")}
+def branch_view(branch: BranchSnapshot) -> dict[str, Any]:
+    return {"id": branch.id, "step": branch.step, "status": branch.status,
+            "error": branch.error}
+
+
+VERDICT_SCHEMA = {
+    "type": "object", "required": ["allowed", "code", "message"],
+    "properties": {
+        "allowed": {"type": "boolean"},
+        "code": {**NULLABLE_STRING, "description": "Why not, for programs."},
+        "message": {**NULLABLE_STRING, "description": "Why not, for people."},
+    },
+}
+ACTIONS_SCHEMA = {
+    "type": "object", "description": "For each command: would it be accepted now, for you?",
+    "properties": dict.fromkeys(engine.ACTIONS, VERDICT_SCHEMA),
+    "required": list(engine.ACTIONS),
+}
 
 
 class NestedInstanceSerializer(serializers.Serializer):
@@ -183,13 +213,14 @@ class InstanceSerializer(serializers.ModelSerializer):
     operations = serializers.SerializerMethodField()
     parallel = serializers.SerializerMethodField()
     nested = serializers.SerializerMethodField()
+    actions = serializers.SerializerMethodField()
 
     class Meta:
         model = WorkflowInstance
         fields = ["id", "workflow", "version", "status", "state", "current_step",
                   "completed_steps", "skipped_steps", "history", "errors", "operations",
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
-                  "completed_at"]
+                  "completed_at", "actions"]
         read_only_fields = fields
 
     @extend_schema_field(NULLABLE_STRING)
@@ -203,7 +234,14 @@ class InstanceSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(BranchSerializer(many=True))
     def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
-        return [branch_view(branch) for branch in instance.parallel]
+        return [branch_view(branch) for branch in instance.snap.parallel]
+
+    @extend_schema_field(ACTIONS_SCHEMA)
+    def get_actions(self, instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        verdicts = services.applies(instance, user=user, commands=engine.ACTIONS.values())
+        return {name: asdict(verdict) for name, verdict in verdicts.items()}
 
     @extend_schema_field(NestedInstanceSerializer(allow_null=True))
     def get_nested(self, instance: WorkflowInstance) -> dict[str, Any] | None:

@@ -4,9 +4,11 @@ It turns (definition, snapshot, command) into (new snapshot, events,
 effects). The service layer stores snapshots and carries out effects.
 """
 
-from .apply import Machine, apply, definitions_of, deliver, load, new_instance
+from .apply import ALLOWED, Verdict, applies, apply, definitions_of, deliver, load, new_instance
 from .attempts import AttemptSink, OperationContext, Work, execute, find_work
+from .change import Change, Env
 from .commands import (
+    ACTIONS,
     COMMANDS,
     AttemptFinished,
     AttemptInterrupted,
@@ -17,6 +19,7 @@ from .commands import (
     Command,
     DeadlineDue,
     Next,
+    PersonCommand,
     Retry,
     Rollback,
     Skip,
@@ -37,10 +40,10 @@ from .errors import (
     StaleOperation,
     WorkflowError,
 )
-from .machine import Env
 from .outcome import (
     EVENT_TYPES,
     ClearDeadline,
+    DeadlineKind,
     Effect,
     Event,
     Outcome,
@@ -49,7 +52,7 @@ from .outcome import (
     StopAttempt,
     changed_nodes,
 )
-from .schema import FieldError, validate_state
+from .schema import FieldError, check_state, validate_state
 from .snapshot import (
     BranchSnapshot,
     ErrorInfo,
@@ -63,14 +66,16 @@ from .snapshot import (
 )
 
 __all__ = [
-    "COMMANDS", "EVENT_TYPES", "AttemptFinished", "AttemptInterrupted", "AttemptOutcome",
-    "AttemptSink", "AttemptStarted", "Back", "Branch", "BranchSnapshot", "Cancel", "Cancelled",
-    "ClearDeadline", "Command", "DeadlineDue", "DefinitionError", "Effect", "Env", "ErrorInfo",
-    "Event", "FieldError", "HookContext", "InvalidState", "Machine", "MigrationRequired", "Next",
-    "Operation", "OperationBlockedError", "OperationContext", "OperationInterruptedError",
-    "OperationSnapshot", "OperationTimeoutError", "Outcome", "Progress", "Retry", "Rollback",
+    "ACTIONS", "ALLOWED", "COMMANDS", "EVENT_TYPES", "AttemptFinished", "AttemptInterrupted",
+    "AttemptOutcome", "AttemptSink", "AttemptStarted", "Back", "Branch", "BranchSnapshot",
+    "Cancel", "Cancelled", "Change", "ClearDeadline", "Command", "DeadlineDue", "DeadlineKind",
+    "DefinitionError", "Effect", "Env", "ErrorInfo", "Event", "FieldError", "HookContext",
+    "InvalidState", "MigrationRequired", "Next", "Operation", "OperationBlockedError",
+    "OperationContext", "OperationInterruptedError", "OperationSnapshot",
+    "OperationTimeoutError", "Outcome", "PersonCommand", "Progress", "Retry", "Rollback",
     "RollbackItem", "RollbackPlan", "RunAttempt", "SetDeadline", "Skip", "StaleOperation",
-    "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate", "Work", "Workflow",
-    "WorkflowError", "WorkflowSnapshot", "apply", "changed_nodes", "definitions_of", "deliver",
-    "execute", "find_work", "from_json", "load", "new_instance", "to_json", "validate_state",
+    "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate", "Verdict", "Work",
+    "Workflow", "WorkflowError", "WorkflowSnapshot", "applies", "apply", "changed_nodes",
+    "check_state", "definitions_of", "deliver", "execute", "find_work", "from_json", "load",
+    "new_instance", "to_json", "validate_state",
 ]

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from .errors import DefinitionError
+from .limits import MAX_LOGS
 
 Hook = Callable[..., Any]
 Seconds = float | int | timedelta
@@ -30,16 +31,6 @@ def to_seconds(value: Seconds | None, *, what: str) -> float | None:
     if value < 0:
         raise DefinitionError(f"{what} must not be negative, got {value!r}")
     return float(value) if value > 0 else None
-
-
-def format_seconds(value: float) -> str:
-    """``60.0`` -> ``60s``, ``1.5`` -> ``1.5s``, as the timeout messages print them."""
-    return f"{value:g}s"
-
-
-def operation_timeout_message(timeout: float | None) -> str:
-    """The error of an operation attempt that outlived its ``timeout``."""
-    return f"Operation timed out after {format_seconds(timeout or 0)}"
 
 
 def _check_callable(value: Any, what: str, *, required: bool = False) -> None:
@@ -72,6 +63,7 @@ class Operation:
     max_retry_delay: Seconds | None = field(default=None, kw_only=True)
     timeout: Seconds | None = field(default=None, kw_only=True)
     rollback: Hook | None = field(default=None, kw_only=True)
+    max_logs: int = field(default=MAX_LOGS, kw_only=True)  # log lines kept, the newest
     # Operations that ``run`` starts with ``ctx.run_child``; declaring them lets
     # a rollback in another process find their ``rollback``.
     children: Sequence[Operation] = field(default=(), kw_only=True)
@@ -83,6 +75,9 @@ class Operation:
         _check_callable(self.rollback, f"{what}: rollback")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
+        if isinstance(self.max_logs, bool) or not isinstance(self.max_logs, int) \
+                or self.max_logs < 0:
+            raise DefinitionError(f"{what}: max_logs must be an int >= 0, not {self.max_logs!r}")
         if not isinstance(self.backoff, int | float) or self.backoff < 1:
             raise DefinitionError(f"{what}: backoff must be a number >= 1, not {self.backoff!r}")
         set_ = object.__setattr__

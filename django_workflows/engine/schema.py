@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import DefinitionError
+from .errors import DefinitionError, Refused, error_message
 
 
 @dataclass(frozen=True)
@@ -79,3 +81,19 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
             continue
         found[FieldError(field, _short(error.message))] = None
     return list(found)
+
+
+def check_state(schema: Any, value: Any) -> dict[str, Any]:
+    """``value`` as a state, or Refused("invalid_state") naming every bad field."""
+    if not isinstance(value, Mapping):
+        raise Refused("invalid_state", "The state must be a JSON object",
+                      [FieldError("", f"expected an object, got {type(value).__name__}")])
+    try:
+        state = json.loads(json.dumps(dict(value), allow_nan=False))  # NaN is not JSON
+    except (TypeError, ValueError) as error:
+        raise Refused("invalid_state", f"The state is not JSON: {error_message(error)}",
+                      [FieldError("", error_message(error))]) from None
+    problems = validate_state(schema, state)
+    if problems:
+        raise Refused("invalid_state", "; ".join(map(str, problems)), problems)
+    return state

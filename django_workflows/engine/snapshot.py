@@ -199,8 +199,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_json(snapshot: WorkflowSnapshot) -> dict[str, Any]:
-    """The snapshot as plain JSON types (the nested child inline)."""
+def to_json(snapshot: WorkflowSnapshot | OperationSnapshot | BranchSnapshot) -> dict[str, Any]:
+    """A snapshot (or one operation's or branch's) as plain JSON types (children inline)."""
     return _plain(snapshot)
 
 

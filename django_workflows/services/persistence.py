@@ -23,10 +23,6 @@ COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "pare
            "parent_step", "started_at", "completed_at", "nested")
 
 
-def to_epoch(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
-
-
 def to_datetime(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, tz=UTC) if value is not None else None
 
@@ -38,20 +34,9 @@ def definition_of(workflow_id: str) -> engine.Workflow:
     return definition
 
 
-def persisted(row: WorkflowInstance) -> dict[str, Any]:
-    """A row in the engine's JSON shape."""
-    data = {key: value for key, value in row.snapshot.items() if key != "nested_id"}
-    data.update(id=str(row.pk), workflow=row.workflow, version=row.version, status=row.status,
-                state=row.state, current_step=row.current_step or None,
-                parent_id=str(row.parent_id) if row.parent_id else None,
-                parent_step=row.parent_step or None, started_at=to_epoch(row.started_at),
-                completed_at=to_epoch(row.completed_at))
-    return data
-
-
 def load_chain(rows: list[WorkflowInstance]) -> tuple[engine.Workflow, engine.WorkflowSnapshot]:
     """The root's definition and the tree of snapshots (each migrated if need be)."""
-    snapshots = [engine.load(definition_of(row.workflow), persisted(row), nested=index > 0)
+    snapshots = [engine.load(definition_of(row.workflow), row.engine_data(), nested=index > 0)
                  for index, row in enumerate(rows)]
     tree = None
     for snapshot in reversed(snapshots):
@@ -102,28 +87,25 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                  outcome: engine.Outcome, *, actor: Any = None) -> Saved:
     """Write the changed instances (revision + 1), their events, and the effects' rows."""
     rows = {str(row.pk): row for row in chain}
-    old_states = {}
-    node: engine.WorkflowSnapshot | None = before
-    while node is not None:
-        old_states[node.id] = node.state
-        node = node.nested
+    old_states = {node.id: node.state for node in before.tree()}
     events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
     for event in outcome.events:
         events_by_instance[event.instance_id].append(event)
     now = timezone.now()
     saved = Saved(rows=rows)
-    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot)}
+    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
+                                                      outcome.detached)}
     event_rows: dict[int, WorkflowEvent] = {}
-    node = outcome.snapshot
-    while node is not None:
+    nodes = [*outcome.snapshot.tree(),
+             *(node for child in outcome.detached for node in child.tree())]
+    for node in nodes:
         if node.id in changed_ids or node.id in events_by_instance:
             if node.state is not old_states.get(node.id):
                 check_state_size(node.state)
-            node_events = events_by_instance[node.id]
+            node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
                                                                 actor), strict=True):
                 event_rows[id(event)] = event_row
-        node = node.nested
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
     statements().insert(saved.events)

@@ -211,23 +211,38 @@ def test_page_with_a_malformed_id_redirects_not_a_500(root_client):
     assert response.status_code == 302
 
 
-def test_page_offers_every_command_to_staff_who_may_change(operator):
+def buttons_of(content: str) -> list[str]:
+    return re.findall(r'name="_command" value="(\w+)"', content)
+
+
+def why_not(content: str) -> dict[str, str]:
+    """The commands that do not apply, with the reason the page gives for each."""
+    return {name: html.unescape(re.sub(r"<[^>]+>", "", reason)).strip() for name, reason in
+            re.findall(r'<li data-command="(\w+)">(.*?)</li>', content, re.S)}
+
+
+def test_page_offers_the_commands_that_apply_to_an_idle_instance(operator):
     content = page(logged_in(operator), WorkflowInstanceFactory())
 
-    buttons = re.findall(r'name="_command" value="(\w+)"', content)
-    assert buttons == ["start", "next", "back", "skip", "retry", "cancel", "rollback"]
+    assert buttons_of(content) == ["start", "cancel"]
+    assert set(why_not(content)) == {"next", "back", "skip", "validate", "retry", "rollback"}
+    assert why_not(content)["retry"] == 'Retry: Workflow "wizard" is not failed or blocked ' \
+                                        '(status "idle")'
 
 
-def test_page_offers_start_only_to_an_idle_instance(operator):
-    content = page(logged_in(operator), WorkflowInstanceFactory(started=True))
+def test_page_offers_the_commands_that_apply_to_a_running_instance(operator):
+    content = page(logged_in(operator), WorkflowInstanceFactory(
+        workflow="long-manual", started=True, commands=["next"]))
 
-    assert "start" not in re.findall(r'name="_command" value="(\w+)"', content)
+    assert buttons_of(content) == ["next", "back", "skip", "validate", "cancel", "rollback"]
+    assert set(why_not(content)) == {"start", "retry"}
 
 
 def test_page_asks_before_cancel_and_rollback(operator):
-    content = page(logged_in(operator), WorkflowInstanceFactory(started=True))
+    content = page(logged_in(operator), WorkflowInstanceFactory(
+        workflow="long-manual", started=True, commands=["next"]))
 
-    assert re.findall(r'value="(\w+)" class="[^"]*" data-confirm=', content) == [
+    assert re.findall(r'value="(\w+)" class="[^"]*" title="[^"]*" data-confirm=', content) == [
         "cancel", "rollback"]
 
 
@@ -239,14 +254,14 @@ def test_page_shows_no_commands_and_no_state_form_to_a_viewer(viewer):
     assert "dwf-view-only" in content
 
 
-def test_page_disables_the_commands_the_definitions_rule_refuses(clerk):
+def test_page_offers_nothing_the_definitions_rule_refuses_and_says_why(clerk):
     content = page(logged_in(clerk), WorkflowInstanceFactory(workflow="admin-guarded"))
 
-    disabled = re.findall(r'value="(\w+)" class="[^"]*"(?: data-confirm="[^"]*")? disabled '
-                          r'title="([^"]*)"', content)
-    assert [name for name, _ in disabled] == ["start", "next", "back", "skip", "retry",
-                                              "cancel", "rollback"]
-    assert "does not allow you to next this instance" in html.unescape(disabled[1][1])
+    assert buttons_of(content) == []
+    reasons = why_not(content)
+    assert list(reasons) == ["start", "next", "back", "skip", "validate", "retry", "cancel",
+                             "rollback"]
+    assert 'does not allow you to next this instance' in reasons["next"]
     assert 'id="dwf-state-form"' not in content
 
 

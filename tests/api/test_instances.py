@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 CONTRACT_FIELDS = {
     "id", "workflow", "version", "status", "state", "current_step", "completed_steps",
     "skipped_steps", "history", "errors", "operations", "parallel", "nested", "revision",
-    "created_at", "updated_at", "started_at", "completed_at",
+    "created_at", "updated_at", "started_at", "completed_at", "actions",
 }
 
 

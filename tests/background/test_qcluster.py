@@ -26,7 +26,7 @@ from django.core.management import call_command
 
 from django_workflows import services
 from django_workflows.conf import DJANGO_Q_RUNNER
-from django_workflows.engine.stepwork import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
+from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
 from tests.qcluster import Process, background, queue_name, redis_queue_key, wait_for

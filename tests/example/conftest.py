@@ -13,7 +13,9 @@ def customer(db):
 
 @pytest.fixture
 def operator(db):
-    return UserFactory(username="olga", is_staff=True)
+    # Back-office staff: sees and acts on every instance (the model's permissions).
+    return UserFactory(username="olga", is_staff=True,
+                       permissions=["view_workflowinstance", "change_workflowinstance"])
 
 
 @pytest.fixture

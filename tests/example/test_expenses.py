@@ -18,7 +18,8 @@ CLAIM = {"employee": "ann", "amount": 42.5, "currency": "EUR", "category": "trav
 
 @pytest.fixture
 def manager(db):
-    return UserFactory(username="mo")
+    # A back-office user: may act on every instance (the model's change permission).
+    return UserFactory(username="mo", permissions=["change_workflowinstance"])
 
 
 def claimed(wf, **changes):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows.exceptions import InvalidState, WorkflowNotMoved
+from django_workflows.exceptions import InvalidState, NotAllowed, WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import Customer
 
@@ -17,10 +17,11 @@ def child_of(instance):
     return WorkflowInstance.objects.get(pk=instance.nested_id)
 
 
-def fill(wf, instance, **values):
+def fill(wf, instance, user=None, **values):
     """What the wizard page does: merge the form's fields into the state."""
     instance = wf.reload(instance)
-    return wf.update_state(instance, {**instance.state, **values})
+    options = {"user": user} if user is not None else {}
+    return wf.update_state(instance, {**instance.state, **values}, **options)
 
 
 def to_identity_check(wf, **profile):
@@ -40,7 +41,7 @@ def to_review(wf, instance):
 
 
 def decide(wf, child, operator, decision, reason=""):
-    fill(wf, child, decision=decision, reason=reason)
+    fill(wf, child, user=operator, decision=decision, reason=reason)
     return wf.next(child, user=operator)
 
 
@@ -165,7 +166,8 @@ def test_a_document_number_must_look_like_one(wf):
 def test_the_customer_cannot_pass_the_manual_review(wf):
     instance = to_identity_check(wf)
     child = to_review(wf, instance)
-    fill(wf, child, decision="approved")
+    with pytest.raises(NotAllowed, match="does not allow you to update state"):
+        fill(wf, child, decision="approved")  # the decision is not the customer's to write
 
     with pytest.raises(WorkflowNotMoved) as refused:
         wf.next(instance)

@@ -52,7 +52,8 @@ def on_screen(page, name):
 
 def approve_identity_check(onboarding_id):
     """What an operator does in the admin or through the API."""
-    operator = UserFactory(username="olga", is_staff=True)
+    operator = UserFactory(username="olga", is_staff=True,
+                           permissions=["view_workflowinstance", "change_workflowinstance"])
     child = WorkflowInstance.objects.get(parent_id=onboarding_id)
     services.update_state(child, {**child.state, "decision": "approved"}, user=operator)
     services.next(child, user=operator)

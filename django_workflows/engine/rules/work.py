@@ -1,0 +1,141 @@
+"""A step's background work handed out (``RunAttempt``) and told to stop (``StopAttempt``).
+
+What comes back is handled in ``results``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from ..change import Change
+from ..definition import Operation, Step
+from ..errors import Refused
+from ..messages import CANCELLED
+from ..outcome import ClearDeadline, RunAttempt, StopAttempt
+from ..snapshot import (
+    AttemptKind,
+    BranchSnapshot,
+    ErrorInfo,
+    OperationSnapshot,
+    StoppingAttempt,
+    new_operation_snapshot,
+)
+
+
+def put_branch(c: Change, entry: BranchSnapshot) -> None:
+    """Replace a branch's entry: the old one is removed, the new one appended."""
+    others = tuple(b for b in c.snap.parallel if not (b.step == entry.step and b.id == entry.id))
+    c.set(parallel=(*others, entry))
+
+
+def put_operation(c: Change, operation: OperationSnapshot) -> None:
+    """Replace an operation's entry in place, or append a new one."""
+    operations = list(c.snap.operations)
+    for index, existing in enumerate(operations):
+        if existing.id == operation.id:
+            operations[index] = operation
+            break
+    else:
+        operations.append(operation)
+    c.set(operations=tuple(operations))
+
+
+def dispatch_branch(c: Change, step: Step, branch_id: str) -> None:
+    token = c.new_token()
+    put_branch(c, BranchSnapshot(id=branch_id, step=step.id, status="running", token=token))
+    c.effect(RunAttempt(c.snap.id, token, "branch", f"{step.id}:{branch_id}"))
+
+
+def dispatch_branches(c: Change, step: Step) -> None:
+    """Every branch of ``step`` that has not succeeded (and is not running) is handed out."""
+    for branch in step.parallel:
+        entry = c.snap.branch(step.id, branch.id)
+        if entry is None or entry.status not in ("succeeded", "running"):
+            dispatch_branch(c, step, branch.id)
+
+
+def queue_attempt(c: Change, operation: OperationSnapshot, definition: Operation, attempt: int,
+                  token: str | None = None) -> None:
+    token = token or c.new_token()
+    put_operation(c, replace(operation, status="queued", attempt=attempt, token=token,
+                             retry_at=None))
+    c.emit("operation-queued", step=operation.step, operation=operation.id, attempt=attempt)
+    c.effect(RunAttempt(c.snap.id, token, "operation", operation.id, attempt,
+                        definition.timeout))
+
+
+def hand_out_operation(c: Change, step: Step) -> bool:
+    """Queue the step's first operation that has not succeeded; False when all have.
+
+    True also while one is in flight: the operations of a step run one after another.
+    """
+    for definition in step.operations:
+        operation = c.snap.operation(definition.id)
+        if operation is not None and operation.status == "succeeded":
+            continue
+        if operation is None or not operation.in_flight:
+            queue_attempt(c, new_operation_snapshot(definition, step.id), definition, 1)
+        return True
+    return False
+
+
+def step_work_done(c: Change, step: Step) -> bool:
+    """Every branch and every operation of ``step`` succeeded."""
+    if any((b := c.snap.branch(step.id, branch.id)) is None or b.status != "succeeded"
+           for branch in step.parallel):
+        return False
+    return all((op := c.snap.operation(o.id)) is not None and op.status == "succeeded"
+               for o in step.operations)
+
+
+def still_stopping(c: Change, action: str, stopping: Iterable[StoppingAttempt]) -> Refused:
+    """The refusal of a command that must wait for stopped attempts to stop."""
+    reasons = [s.reason for s in stopping]
+    if CANCELLED in reasons:
+        why = "cancellation is pending"
+    elif any("timed out" in reason for reason in reasons):
+        why = "a timed-out step is still stopping"
+    else:
+        why = "work it left is still stopping"
+    return Refused("still_stopping", f"{c.name} cannot {action} while {why}")
+
+
+def add_stopping(c: Change, token: str | None, kind: AttemptKind, target: str, reason: str,
+                 resume: bool = False) -> None:
+    """Tell a claimed attempt to stop; commands that need it gone wait for its worker."""
+    assert token is not None
+    c.set(stopping=(*c.snap.stopping,
+                    StoppingAttempt(token, kind, target, reason, c.env.now, resume)))
+    c.effect(StopAttempt(c.snap.id, token, reason))
+
+
+def stop_work(c: Change, reason: str, *, step: str | None = None,
+              error_name: str = CANCELLED) -> None:
+    """Tell in-flight attempts (of one step, or all) to stop; they end ``cancelled``."""
+    for operation in c.snap.operations:
+        if not operation.in_flight or (step is not None and operation.step != step):
+            continue
+        if operation.status in ("running", "retrying"):
+            add_stopping(c, operation.token, "operation", operation.id, reason)
+            definition = c.definition.find_operation(operation.id)
+            if definition is not None and definition.timeout and operation.token:
+                # Its attempt deadline would only fire to be dropped as stale.
+                c.effect(ClearDeadline(c.snap.id, operation.token))
+        elif operation.status == "queued" and operation.token:
+            c.effect(StopAttempt(c.snap.id, operation.token, reason))
+        elif operation.status == "waiting" and operation.token:
+            c.effect(ClearDeadline(c.snap.id, operation.token))
+        put_operation(c, replace(operation, status="cancelled", token=None, retry_at=None,
+                                 completed_at=c.env.now, error=ErrorInfo(error_name, reason)))
+        c.emit("operation-cancelled", step=operation.step, operation=operation.id,
+               reason=reason)
+    for branch in c.snap.parallel:
+        if branch.status != "running" or (step is not None and branch.step != step):
+            continue
+        if branch.token and branch.claimed:
+            add_stopping(c, branch.token, "branch", f"{branch.step}:{branch.id}", reason)
+        elif branch.token:  # no worker took it yet: it never will
+            c.effect(StopAttempt(c.snap.id, branch.token, reason))
+        put_branch(c, replace(branch, status="cancelled", error=reason, token=None))
+        c.emit("branch-cancelled", step=branch.step, branch=branch.id, reason=reason)
