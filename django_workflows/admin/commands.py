@@ -61,10 +61,15 @@ def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance
         return dict.fromkeys(engine.COMMANDS, engine.Verdict(False, "error", str(error)))
 
 
+# Commands aimed at a part of the instance (an operation) are offered on that part's row.
+ON_THE_PAGE = {name: declared for name, declared in engine.ACTIONS.items()
+               if set(declared.takes()) <= {"reason"}}
+
+
 def buttons(found: dict[str, engine.Verdict]) -> list[Button]:
     return [Button(name, declared.label, declared.summary, declared.destructive,
                    "reason" in declared.takes(), found[name].allowed, found[name].message)
-            for name, declared in engine.ACTIONS.items()]
+            for name, declared in ON_THE_PAGE.items()]
 
 
 def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstance, name: str,

@@ -43,7 +43,8 @@ class JSONObjectField(forms.CharField):
 
 
 def workflow_choices() -> list[tuple[str, str]]:
-    definitions = sorted(registry.all_definitions(), key=lambda d: (d.title or d.id).lower())
+    definitions = sorted((d for d in registry.all_definitions() if not d.nested_only),
+                         key=lambda d: (d.title or d.id).lower())
     return [(d.id, f"{d.title} ({d.id}, version {d.version})") for d in definitions]
 
 

@@ -204,12 +204,13 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             revision = int(request.POST["revision"]) if request.POST.get("revision") else None
         except ValueError:
             revision = None
-        reason = request.POST.get("reason", "").strip() or None
+        declared = engine.ACTIONS.get(name)
+        values = {field: request.POST.get(field, "").strip() or None
+                  for field in (declared.takes() if declared else ())}
         result = run_command(self, request, instance, name, expected_revision=revision,
-                             reason=reason)
-        if result.moved:
-            self.log_change(request, instance,
-                            f"{engine.ACTIONS[name].label} (through the service layer).")
+                             **values)
+        if result.moved and declared is not None:
+            self.log_change(request, instance, f"{declared.label} (through the service layer).")
         self.message_user(request, result.text, result.level)
 
     def _save_state(self, request: HttpRequest, instance: WorkflowInstance,
@@ -258,6 +259,10 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             commands=[b for b in commands if b.allowed],
             unavailable=[b for b in commands if not b.allowed], state_form=state_form,
             can_edit_state=found["update_state"].allowed,
+            skippable_operation=next(
+                (op.id for op in instance.snap.operations
+                 if op.step == instance.current_step and op.status == "queued"), None)
+            if found["skip_operation"].allowed else None,
             has_delete_permission=self.has_delete_permission(request, instance),
             **instance_context(request, instance), **(extra_context or {}))
         return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from .. import registry
+from .. import clock, engine, registry
 from ..engine import Workflow
 from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
@@ -39,6 +39,7 @@ def diagram(definition: Workflow | None, instance: WorkflowInstance | None = Non
 def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
                     ) -> list[dict[str, Any]]:
     rows = []
+    now = clock.now()
     pending = [(live.operation, 0) for live in reversed(operations)]
     while pending:  # depth first, each operation's children after it
         op, depth = pending.pop()
@@ -53,7 +54,7 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
             "max_attempts": found.max_attempts if found else None,
             "progress": progress, "percent": percent, "logs": list(op.logs[-LOG_LINES:]),
             "error": f"{op.error.name}: {op.error.message}" if op.error else "",
-            "in_flight": op.in_flight,
+            "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
         })
         pending += [(child, depth + 1) for child in reversed(op.children)]
     return rows
@@ -78,7 +79,8 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
         "current_step": instance.current_step, "errors": list(instance.snap.errors),
         "finished": instance.is_finished,
         "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
-                                                   "percent", "logs", "error", "in_flight")}
+                                                   "percent", "logs", "error", "in_flight",
+                                                   "feedback")}
                        | {"progress": asdict(row["progress"]) if row["progress"] else None}
                        for row in operations],
         "parallel": _branches(instance),

@@ -10,8 +10,9 @@ from typing import Any, get_args, get_type_hints
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import engine, registry, services
+from .. import clock, engine, registry, services
 from ..engine import BranchSnapshot, Workflow
+from ..engine.feedback import Phase
 from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
@@ -56,6 +57,14 @@ class CreateInstanceSerializer(serializers.Serializer):
         super().__init__(*args, **kwargs)
         self.fields["workflow"].choices = sorted(d.id for d in registry.all_definitions())
 
+    def validate_workflow(self, value: str) -> str:
+        definition = registry.find(value)
+        if definition is not None and definition.nested_only:
+            raise serializers.ValidationError(
+                f'"{value}" only runs as the nested child of another workflow; create that '
+                "one instead.", code="nested_only")
+        return value
+
 
 def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Field:
     """The API field of what a command takes; its type comes from the command's declaration."""
@@ -94,6 +103,12 @@ class ErrorSerializer(serializers.Serializer):
 class ProgressSerializer(serializers.Serializer):
     current = serializers.FloatField()
     total = serializers.FloatField(allow_null=True)
+    message = serializers.CharField(allow_null=True)
+
+
+class FeedbackSerializer(serializers.Serializer):
+    phase = serializers.ChoiceField(choices=list(get_args(Phase)))
+    percent = serializers.IntegerField(allow_null=True)
     message = serializers.CharField(allow_null=True)
 
 
@@ -145,6 +160,9 @@ class OperationSerializer(serializers.Serializer):
                                                                          "attempt's last sign.")
     metadata = serializers.DictField()
     logs = serializers.ListField(child=serializers.CharField())
+    feedback = FeedbackSerializer(help_text="How to show it now: `none` (finished, or just "
+                                            "started), `activity`, `determinate` (a "
+                                            "percent), `indeterminate`, `status` (stalled).")
     children = OperationChildrenField()
 
 
@@ -155,7 +173,7 @@ class BranchSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
 
 
-def operation_view(live: LiveOperation) -> dict[str, Any]:
+def operation_view(live: LiveOperation, now: float) -> dict[str, Any]:
     """An operation as the API shows it: times in ISO 8601, no fencing token."""
     op = live.operation
     return {
@@ -168,7 +186,8 @@ def operation_view(live: LiveOperation) -> dict[str, Any]:
         "heartbeat_at": None if live.heartbeat_at is None
         else _datetime.to_representation(live.heartbeat_at),
         "metadata": dict(op.metadata), "logs": list(op.logs),
-        "children": [operation_view(LiveOperation(child)) for child in op.children],
+        "feedback": asdict(engine.feedback(op, now)),
+        "children": [operation_view(LiveOperation(child), now) for child in op.children],
     }
 
 
@@ -230,7 +249,8 @@ class InstanceSerializer(serializers.ModelSerializer):
     @extend_schema_field(OperationSerializer(many=True))
     def get_operations(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
         attempts = self.context.get("attempts")  # a list's, read once for the page
-        return [operation_view(op) for op in live_operations(instance, attempts)]
+        now = clock.now()
+        return [operation_view(op, now) for op in live_operations(instance, attempts)]
 
     @extend_schema_field(BranchSerializer(many=True))
     def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
@@ -300,6 +320,7 @@ class StepSerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     advance = serializers.ChoiceField(choices=["manual", "auto"])
+    skippable = serializers.BooleanField(help_text="False: `skip` is refused on this step.")
 
 
 class TransitionSerializer(serializers.Serializer):
@@ -336,7 +357,8 @@ class WorkflowSerializer(serializers.Serializer):
 
     @extend_schema_field(StepSerializer(many=True))
     def get_steps(self, definition: Workflow) -> list[dict[str, Any]]:
-        return [{"id": s.id, "title": s.title, "advance": s.advance} for s in definition.steps]
+        return [{"id": s.id, "title": s.title, "advance": s.advance, "skippable": s.skippable}
+                for s in definition.steps]
 
     @extend_schema_field(TransitionSerializer(many=True))
     def get_transitions(self, definition: Workflow) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from .commands import (
     Retry,
     Rollback,
     Skip,
+    SkipOperation,
     Start,
     UpdateState,
     Validate,
@@ -40,6 +41,7 @@ from .errors import (
     StaleOperation,
     WorkflowError,
 )
+from .feedback import Feedback, feedback
 from .outcome import (
     EVENT_TYPES,
     ClearDeadline,
@@ -69,13 +71,13 @@ __all__ = [
     "ACTIONS", "ALLOWED", "COMMANDS", "EVENT_TYPES", "AttemptFinished", "AttemptInterrupted",
     "AttemptOutcome", "AttemptSink", "AttemptStarted", "Back", "Branch", "BranchSnapshot",
     "Cancel", "Cancelled", "Change", "ClearDeadline", "Command", "DeadlineDue", "DeadlineKind",
-    "DefinitionError", "Effect", "Env", "ErrorInfo", "Event", "FieldError", "HookContext",
-    "InvalidState", "MigrationRequired", "Next", "Operation", "OperationBlockedError",
-    "OperationContext", "OperationInterruptedError", "OperationSnapshot",
+    "DefinitionError", "Effect", "Env", "ErrorInfo", "Event", "Feedback", "FieldError",
+    "HookContext", "InvalidState", "MigrationRequired", "Next", "Operation",
+    "OperationBlockedError", "OperationContext", "OperationInterruptedError", "OperationSnapshot",
     "OperationTimeoutError", "Outcome", "PersonCommand", "Progress", "Retry", "Rollback",
-    "RollbackItem", "RollbackPlan", "RunAttempt", "SetDeadline", "Skip", "StaleOperation",
-    "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate", "Verdict", "Work",
-    "Workflow", "WorkflowError", "WorkflowSnapshot", "applies", "apply", "changed_nodes",
-    "check_state", "definitions_of", "deliver", "execute", "find_work", "from_json", "load",
-    "new_instance", "to_json", "validate_state",
+    "RollbackItem", "RollbackPlan", "RunAttempt", "SetDeadline", "Skip", "SkipOperation",
+    "StaleOperation", "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate",
+    "Verdict", "Work", "Workflow", "WorkflowError", "WorkflowSnapshot", "applies", "apply",
+    "changed_nodes", "check_state", "definitions_of", "deliver", "execute", "feedback",
+    "find_work", "from_json", "load", "new_instance", "to_json", "validate_state",
 ]

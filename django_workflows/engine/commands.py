@@ -91,6 +91,13 @@ class Skip(PersonCommand, name="skip", rule=navigation.skip, label="Skip",
 
 
 @dataclass(frozen=True)
+class SkipOperation(PersonCommand, name="skip_operation", rule=navigation.skip_one_operation,
+                    label="Skip operation",
+                    summary="Skip an operation of the current step that has not started"):
+    operation: str | None = None  # its id; by default the one that would run next
+
+
+@dataclass(frozen=True)
 class Validate(PersonCommand, name="validate", rule=navigation.validate, label="Validate",
                summary="Validate the current step (errors: blocked)"):
     pass

@@ -141,10 +141,15 @@ class Step:
     parallel: Sequence[Branch | Hook] = field(default=(), kw_only=True)
     nested: Workflow | str | None = field(default=None, kw_only=True)
     advance: Advance = field(default="manual", kw_only=True)
+    # False: ``skip`` is refused on this step (``not_skippable``), whoever asks.
+    skippable: bool = field(default=True, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Step")
         what = f'Step "{self.id}"'
+        if not isinstance(self.skippable, bool):
+            raise DefinitionError(f"{what}: skippable must be True or False, "
+                                  f"not {self.skippable!r}")
         for name in ("enter", "leave", "validate", "when", "compensate"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         if self.advance not in ("manual", "auto"):
@@ -212,6 +217,9 @@ class Workflow:
     # permission(user, instance, action) -> bool: an extra rule of this definition
     # on top of the app's access rules (owner, model permissions, superuser).
     permission: Callable[[Any, Any, str], bool] | None = field(default=None, kw_only=True)
+    # True: instances are only started as another workflow's nested child, never created
+    # directly (the services, the API and the admin refuse it).
+    nested_only: bool = field(default=False, kw_only=True)
     # Filled in by __post_init__ for fast lookups.
     steps_by_id: Mapping[str, Step] = field(init=False, repr=False)
     operations_by_id: Mapping[str, Operation] = field(init=False, repr=False)
@@ -247,6 +255,9 @@ class Workflow:
                 operations[operation.id] = operation
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
+        if not isinstance(self.nested_only, bool):
+            raise DefinitionError(f"{what}: nested_only must be True or False, "
+                                  f"not {self.nested_only!r}")
         if self.initial is not None and not callable(self.initial) and not isinstance(
                 self.initial, Mapping):
             raise DefinitionError(f"{what}: initial must be a dict or a callable returning one")

@@ -16,6 +16,7 @@ EVENT_TYPES = (
     "cancel", "rollback", "compensate", "complete", "error", "state-update",
     "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
     "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
+    "operation-skipped",
     "branch-started", "branch-succeeded", "branch-failed", "branch-cancelled",
     "compensation-started", "attempt-stopped",
 )

@@ -84,6 +84,9 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
            ) -> WorkflowInstance:
     """A new ``idle`` instance (started at once with ``start=True``), owned by ``user``."""
     definition = definition_of(workflow.id if isinstance(workflow, engine.Workflow) else workflow)
+    if definition.nested_only:
+        raise WorkflowNotMoved(f'Workflow "{definition.id}" only runs as the nested child of '
+                               "another workflow; create that one instead", "nested_only")
     access.judge_create(user, definition.id)
     if state is not None:
         check_state_size(state)

@@ -90,9 +90,10 @@ identity_check = Workflow(
             "reason": {"type": "string", "maxLength": 500},
         },
     },
+    nested_only=True,  # it runs inside an onboarding, never on its own
     steps=[
-        Step("document", title="Your document", validate=validate_document),
-        Step("review", title="Manual review", validate=validate_review),
+        Step("document", title="Your document", validate=validate_document, skippable=False),
+        Step("review", title="Manual review", validate=validate_review, skippable=False),
         Step("rejected", title="Rejected", advance="auto", enter=reject),
     ],
     transitions=[
@@ -147,13 +148,6 @@ def create_customer(ctx: HookContext) -> None:
                   "user": ctx.user if getattr(ctx.user, "pk", None) else None})
 
 
-def onboarding_permission(user: Any, instance: Any, action: str) -> bool:
-    """In the API: a customer may skip the plan, but not the identity check."""
-    if action != "skip" or instance is None or is_operator(user):
-        return True
-    return instance.current_step == "plan"
-
-
 onboarding = Workflow(
     id="onboarding", version=1, title="Customer onboarding",
     initial={"name": "", "email": "", "invite_code": "", "plan": None, "accept_terms": False},
@@ -168,17 +162,18 @@ onboarding = Workflow(
         },
     },
     steps=[
-        Step("profile", title="Your details", validate=validate_profile),
+        Step("profile", title="Your details", validate=validate_profile, skippable=False),
         Step("plan", title="Your plan", when=lambda ctx: invited_plan(ctx.state) is None,
              validate=validate_plan),
-        Step("identity", title="Identity check", nested=identity_check, advance="auto"),
+        # Only the plan may be skipped (the wizard's button): the rest must be done.
+        Step("identity", title="Identity check", nested=identity_check, advance="auto",
+             skippable=False),
         Step("confirm", title="Confirm", validate=validate_confirmation,
-             leave=create_customer),
+             leave=create_customer, skippable=False),
     ],
     transitions=[
         Transition("profile", "plan"),
         Transition("plan", "identity"),
         Transition("identity", "confirm"),
     ],
-    permission=onboarding_permission,
 )

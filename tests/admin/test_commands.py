@@ -131,6 +131,18 @@ def test_cancel_records_the_reason_typed_beside_the_button(root_client):
     assert event.data == {"reason": "The customer called"}
 
 
+def test_a_queued_operation_is_skipped_from_its_row(root_client):
+    instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
+    content = root_client.get(instance_url(instance)).content.decode()
+    assert 'value="skip_operation"' in content
+
+    act(root_client, instance, "skip_operation", operation="count")
+
+    row = reload(instance)
+    assert [(op["id"], op["status"]) for op in row.operations] == [("count", "skipped")]
+    assert row.current_step == "done"  # the auto step went on without it
+
+
 def test_cancel_of_a_cancelled_instance_is_refused_with_a_message(root_client):
     instance = WorkflowInstanceFactory(started=True, commands=["cancel"])
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from django_workflows import services
+from django_workflows import clock, services
 from django_workflows.engine import Progress
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.worker import DatabaseSink
@@ -98,28 +98,38 @@ def test_page_lists_operations_with_status_attempt_progress_logs_and_error(
 
     operations = section(page(root_client, instance), "dwf-operations")
 
-    row = re.search(r'<tr class="dwf-operation" data-operation="download">(.*?)</tr>',
-                    operations, re.S).group(1)
+    row = re.search(r'<tr class="dwf-operation" data-operation="download" '
+                    r'data-phase="none">(.*?)</tr>', operations, re.S).group(1)
     assert "Download" in row
     assert "dwf-status-failed" in row
     assert '<td class="dwf-op-attempt">1 of 1</td>' in row
-    assert 'value="25.0"' in row and "1 / 4 · connecting" in row
+    # Finished: no bar (its feedback phase is "none"), the last progress in words.
+    assert '<progress class="dwf-progress" max="100" hidden>' in row
+    assert "1 / 4 · connecting" in row
     assert "connecting to the feed\nthe feed answered 503" in row
     assert "RuntimeError: feed unavailable (503)" in row
 
 
 def test_page_shows_the_live_progress_and_logs_of_a_running_attempt(root_client):
-    instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
-    token = WorkflowInstance.objects.get(pk=instance.pk).operations[0]["token"]
-    services.claim_attempt(token, worker="test")
-    sink = DatabaseSink(token, threaded=False)
-    sink.report(status=None, progress=Progress(6, 20, "tick 6"), logs=["tick 5", "tick 6"])
-    sink.close()
+    now = clock.now()
+    clock.use(lambda: now)
+    try:
+        instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
+        token = WorkflowInstance.objects.get(pk=instance.pk).operations[0]["token"]
+        services.claim_attempt(token, worker="test")
+        sink = DatabaseSink(token, threaded=False)
+        sink.report(status=None, progress=Progress(6, 20, "tick 6"), logs=["tick 5", "tick 6"])
+        sink.close()
+        clock.use(lambda: now + 2)  # two seconds into the attempt: past "activity"
 
-    row = section(page(root_client, instance), "dwf-operations")
+        row = section(page(root_client, instance), "dwf-operations")
+    finally:
+        clock.use(None)
 
     assert "dwf-status-running" in row
-    assert 'value="30.0"' in row and "6 / 20 · tick 6" in row
+    assert 'data-phase="determinate"' in row
+    assert '<progress class="dwf-progress" max="100" value="30">' in row
+    assert "6 / 20 · tick 6" in row
     assert "tick 5\ntick 6" in row
     assert Attempt.objects.get(token=token).status == "running"
 

@@ -41,7 +41,7 @@ INITIAL = {
     "onboarding": None,
     "order-fulfilment": {
         "order_number": "A-1", "customer": {"name": "Ann", "email": "ann@example.com"},
-        "items": [{"sku": "MUG", "quantity": 2, "price_cents": 1290}],
+        "items": [{"sku": "MUG", "quantity": 2}],
         "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": "DE"}},
     "expense-approval": {"employee": "ann", "amount": 42.5, "currency": "EUR",
                          "category": "travel", "description": "Train",

@@ -1,4 +1,4 @@
-"""The onboarding's permission hooks, as the REST API applies them."""
+"""The example's workflows against a customer who tries what they should not, over the API."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from rest_framework.test import APIClient
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
+from example_project.shop.models import Charge
+from tests.example.factories import ORDER_TOTAL_CENTS, order_state, stock_for_order
+from tests.services.test_background import HOLDING, runner
 
 pytestmark = [pytest.mark.django_db, pytest.mark.needs_api,
               pytest.mark.urls("tests.example.urls")]
@@ -50,8 +53,71 @@ def test_a_customer_may_not_skip_the_identity_check(client_of, customer):
 
     answer = client_of(customer).post(f"/api/instances/{onboarding.pk}/skip/")
 
-    assert answer.status_code == 403
+    assert (answer.status_code, answer.json()["code"]) == (409, "not_skippable")
     assert WorkflowInstance.objects.get(pk=onboarding.pk).current_step == "identity"
+
+
+def test_a_customer_may_not_create_an_identity_check_on_its_own(client_of, customer):
+    answer = client_of(customer).post("/api/instances/", {"workflow": "identity-check",
+                                                          "start": True}, format="json")
+
+    assert answer.status_code == 400
+    assert "only runs as the nested child" in answer.json()["fields"]["workflow"][0]
+    assert not WorkflowInstance.objects.filter(workflow="identity-check").exists()
+
+
+# -- orders ---------------------------------------------------------------------------
+
+
+def order_as(client, **changes):
+    return client.post("/api/instances/", {"workflow": "order-fulfilment", "start": True,
+                                           "state": order_state(**changes)}, format="json")
+
+
+def test_a_customer_may_not_skip_the_payment_of_an_order(client_of, customer):
+    stock_for_order()
+    with runner(HOLDING):  # the charge waits for a worker
+        created = order_as(client_of(customer))
+    assert (created.status_code, created.json()["current_step"]) == (201, "payment")
+
+    answer = client_of(customer).post(f"/api/instances/{created.json()['id']}/skip/")
+
+    assert answer.status_code in (403, 409), answer.json()
+    assert WorkflowInstance.objects.get(pk=created.json()["id"]).current_step == "payment"
+
+
+def test_staff_may_not_skip_the_payment_either(client_of, operator):
+    stock_for_order()
+    with runner(HOLDING):
+        created = order_as(client_of(operator))
+
+    answer = client_of(operator).post(f"/api/instances/{created.json()['id']}/skip/")
+
+    assert (answer.status_code, answer.json()["code"]) == (409, "not_skippable")
+
+
+def test_an_order_sent_with_its_own_prices_is_refused(client_of, customer):
+    state = order_state()
+    state["items"][0]["price_cents"] = 1
+
+    answer = client_of(customer).post("/api/instances/", {
+        "workflow": "order-fulfilment", "start": True, "state": state}, format="json")
+
+    assert answer.status_code == 400
+    assert answer.json()["code"] == "invalid_state"
+    assert not WorkflowInstance.objects.filter(workflow="order-fulfilment").exists()
+
+
+def test_an_order_is_charged_at_the_catalogue_prices(client_of, customer, settings,
+                                                     django_capture_on_commit_callbacks):
+    settings.SHOP_PAYMENTS = {"FAILURE_RATE": 0, "LOST_RESPONSE_RATE": 0, "LATENCY": 0}
+    stock_for_order()
+
+    with django_capture_on_commit_callbacks(execute=True):  # the charge runs here
+        created = order_as(client_of(customer))
+
+    [charge] = Charge.objects.filter(reference=created.json()["id"])
+    assert charge.amount_cents == ORDER_TOTAL_CENTS
 
 
 def test_a_customer_may_not_decide_their_own_review(client_of, customer):

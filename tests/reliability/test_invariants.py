@@ -32,7 +32,7 @@ COMMANDS = ("start", "next", "back", "skip", "validate", "retry", "cancel", "rol
 LIMITS = invariants.Limits(heartbeat_timeout=60, sweep_interval=5, slack=10)
 
 ORDER = {"order_number": "A-1", "customer": {"name": "Ann", "email": "ann@example.com"},
-         "items": [{"sku": "mug", "quantity": 2, "price_cents": 900}],
+         "items": [{"sku": "mug", "quantity": 2}],
          "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": "DE"}}
 STATES: dict[str, list[dict[str, Any]]] = {
     "wizard": [{"email": "a@b.com", "plan": "pro"}, {"email": "a@b.org"}, {"email": ""}],

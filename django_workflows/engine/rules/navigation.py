@@ -1,4 +1,5 @@
-"""What people do: start, next, back, skip, validate, update_state, retry, cancel.
+"""What people do: start, next, back, skip, skip_operation, validate, update_state, retry,
+cancel.
 
 Each rule is one function. Its checks come first and end at ``c.checked()``;
 before that point a rule runs no hook with effects (only ``validate`` and the
@@ -30,10 +31,26 @@ from .steps import (
     settle,
     validate_current,
 )
-from .work import step_work_done, still_stopping, stop_work
+from .work import (
+    skip_operation,
+    skippable_operation,
+    step_work_done,
+    still_stopping,
+    stop_work,
+)
 
 if TYPE_CHECKING:
-    from ..commands import Back, Cancel, Next, Retry, Skip, Start, UpdateState, Validate
+    from ..commands import (
+        Back,
+        Cancel,
+        Next,
+        Retry,
+        Skip,
+        SkipOperation,
+        Start,
+        UpdateState,
+        Validate,
+    )
 
 
 def refuse_if_cancelled(c: Change) -> None:
@@ -125,6 +142,8 @@ def skip(c: Change, command: Skip) -> None:
     key = c.snap.current_step
     if key is None or c.snap.status not in ("running", "blocked"):
         raise not_running(c)
+    if c.step is not None and not c.step.skippable:
+        raise Refused("not_skippable", f'Workflow step "{key}" cannot be skipped')
     c.checked()
     # Its work stops and its child is cancelled: the step will not be done.
     stop_work(c, step_skipped(key), step=key)
@@ -134,6 +153,16 @@ def skip(c: Change, command: Skip) -> None:
     c.set(status="running", errors=(), skipped_steps=add_unique(c.snap.skipped_steps, key))
     c.emit("skip", step=key)
     follow_transitions(c, key, c.snap.completed_steps)
+
+
+def skip_one_operation(c: Change, command: SkipOperation) -> None:
+    refuse_if_cancelled(c)
+    step = c.step
+    if step is None or c.snap.status not in ("running", "blocked"):
+        raise not_running(c)
+    definition = skippable_operation(c, step, command.operation)
+    c.checked()
+    skip_operation(c, step, definition)
 
 
 def validate(c: Change, command: Validate) -> None:

@@ -65,14 +65,17 @@ def queue_attempt(c: Change, operation: OperationSnapshot, definition: Operation
                         definition.timeout))
 
 
+DONE = ("succeeded", "skipped")  # an operation a step need not run (again)
+
+
 def hand_out_operation(c: Change, step: Step) -> bool:
-    """Queue the step's first operation that has not succeeded; False when all have.
+    """Queue the step's first operation that is not done; False when all are.
 
     True also while one is in flight: the operations of a step run one after another.
     """
     for definition in step.operations:
         operation = c.snap.operation(definition.id)
-        if operation is not None and operation.status == "succeeded":
+        if operation is not None and operation.status in DONE:
             continue
         if operation is None or not operation.in_flight:
             queue_attempt(c, new_operation_snapshot(definition, step.id), definition, 1)
@@ -81,12 +84,43 @@ def hand_out_operation(c: Change, step: Step) -> bool:
 
 
 def step_work_done(c: Change, step: Step) -> bool:
-    """Every branch and every operation of ``step`` succeeded."""
+    """Every branch of ``step`` succeeded, and every operation succeeded or was skipped."""
     if any((b := c.snap.branch(step.id, branch.id)) is None or b.status != "succeeded"
            for branch in step.parallel):
         return False
-    return all((op := c.snap.operation(o.id)) is not None and op.status == "succeeded"
+    return all((op := c.snap.operation(o.id)) is not None and op.status in DONE
                for o in step.operations)
+
+
+def skippable_operation(c: Change, step: Step, operation_id: str | None) -> Operation:
+    """The operation of ``step`` that ``skip_operation`` would skip (by default the next
+    to run); refused unless it is idle or queued, as the original's ``skip()`` is."""
+    if operation_id is None:
+        waiting = [o for o in step.operations if (op := c.snap.operation(o.id)) is None
+                   or op.status not in DONE]
+        if not waiting:
+            raise Refused("no_operation", f'Workflow step "{step.id}" has no operation left')
+        definition = waiting[0]
+    else:
+        found = next((o for o in step.operations if o.id == operation_id), None)
+        if found is None:
+            raise Refused("no_operation",
+                          f'Workflow step "{step.id}" has no operation "{operation_id}"')
+        definition = found
+    operation = c.snap.operation(definition.id)
+    if operation is not None and operation.status not in ("idle", "queued"):
+        raise Refused("operation_started", "Only idle or queued operations can be skipped")
+    return definition
+
+
+def skip_operation(c: Change, step: Step, definition: Operation) -> None:
+    """Record the operation skipped; a queued attempt of it never runs."""
+    operation = c.snap.operation(definition.id) or new_operation_snapshot(definition, step.id)
+    if operation.status == "queued" and operation.token:
+        c.effect(StopAttempt(c.snap.id, operation.token, "Skipped"))
+    put_operation(c, replace(operation, status="skipped", token=None, completed_at=c.env.now))
+    c.emit("operation-skipped", step=step.id, operation=definition.id)
+    c.unsettled = True  # the step goes on with its next operation
 
 
 def still_stopping(c: Change, action: str, stopping: Iterable[StoppingAttempt]) -> Refused:
