@@ -106,6 +106,8 @@ def sessions_waiting_for_a_lock() -> int:
     """How many other sessions of this database wait for a row lock right now."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            # Read afresh: inside a transaction PostgreSQL keeps showing the first reading.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                            "AND datname = current_database() AND pid <> pg_backend_pid()")
         elif connection.vendor == "mysql":
