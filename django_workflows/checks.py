@@ -14,6 +14,7 @@
 | E030 | our tables may be migrated to an Oracle database, which is not supported |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
+| W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from django.utils.module_loading import import_string
 from . import registry
 from .conf import DEFAULTS, SETTING_NAME
 from .engine import Workflow
+
+# Settings that are switches; every other one but RUNNER and RETENTION_DAYS is a number.
+BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA"}
 
 DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
 
@@ -106,6 +110,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                     f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
+        elif name in BOOLEAN_SETTINGS:
+            if not isinstance(value, bool):
+                errors.append(Error(f"{SETTING_NAME}[{name!r}] must be True or False, "
+                                    f"not {value!r}", id="django_workflows.E010"))
         elif not _positive_number(value):
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))
@@ -180,3 +188,18 @@ def check_django_q(app_configs: Any = None, **kwargs: Any) -> list[Error | Warni
                  "8x more tasks per second.",
             id="django_workflows.W002"))
     return problems
+
+
+@register()
+def check_app_order(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Our admin index template (the inbox link) is found only before the admin's own."""
+    names = [config.name for config in apps.get_app_configs()]
+    if "django.contrib.admin" not in names or "django_workflows" not in names:
+        return []
+    if names.index("django_workflows") < names.index("django.contrib.admin"):
+        return []
+    return [Warning(
+        '"django_workflows" comes after "django.contrib.admin" in INSTALLED_APPS, so the '
+        "admin's index page shows no link to the task inbox",
+        hint='List "django_workflows" before "django.contrib.admin" (the inbox itself is '
+             "under Workflows > Tasks either way).", id="django_workflows.W010")]

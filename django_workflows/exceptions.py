@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Busy", "IdempotencyConflict", "InstanceNotFound", "InvalidState", "MigrationRequired",
-    "NotAllowed",
-    "StaleRevision", "StateTooLarge", "UnknownWorkflow", "WorkflowError", "WorkflowNotMoved",
+    "NotAllowed", "ReferenceTaken", "StaleRevision", "StateTooLarge", "UnknownWorkflow",
+    "WorkflowError", "WorkflowNotMoved",
 ]
 
 
@@ -39,6 +39,15 @@ class InvalidState(WorkflowNotMoved):
     def __init__(self, reason: str, field_errors: Iterable[FieldError] = (),
                  instance: WorkflowInstance | None = None) -> None:
         super().__init__(reason, "invalid_state", instance=instance, field_errors=field_errors)
+
+
+class ReferenceTaken(WorkflowNotMoved):
+    """Another instance of the workflow already has this reference; ``existing`` is its id."""
+
+    def __init__(self, workflow: str, reference: str, existing: str) -> None:
+        super().__init__(f'An instance of workflow "{workflow}" with reference "{reference}" '
+                         "already exists", "reference_taken")
+        self.existing = existing
 
 
 class StateTooLarge(WorkflowNotMoved):

@@ -9,8 +9,9 @@ from typing import Any
 
 from . import engine, registry
 from .engine.limits import MAX_LOGS
+from .engine.schema import json_schema_of
 from .graph import marks_for
-from .models import Attempt, AttemptStatus, WorkflowInstance
+from .models import Attempt, AttemptStatus, WorkflowInstance, WorkflowTask
 
 # What a running attempt reports on its own row until it ends, by fencing token.
 LiveAttempts = Mapping[str, Mapping[str, Any]]
@@ -74,3 +75,10 @@ def marks_of(instance: WorkflowInstance) -> dict[str, str]:
     snap = instance.snap
     return marks_for(status=snap.status, current_step=snap.current_step or "",
                      completed_steps=snap.completed_steps, skipped_steps=snap.skipped_steps)
+
+
+def form_of(task: WorkflowTask) -> dict[str, Any] | None:
+    """The JSON Schema a task's input must satisfy, from its step's definition."""
+    definition = registry.find(task.workflow)
+    step = definition.steps_by_id.get(task.step) if definition is not None else None
+    return json_schema_of(step.task.form) if step is not None and step.task else None

@@ -29,9 +29,9 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django_workflows",  # before the admin: its index page then shows the task inbox
     "django.contrib.admin",
     "django.contrib.staticfiles",
-    "django_workflows",
     "tests.testapp",
 ]
 

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from .. import engine, registry, services
 from ..conf import workflow_settings
@@ -29,9 +30,17 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import NO_CHANGE_PERMISSION, buttons, run_bulk, run_command, verdicts
-from .forms import CreateInstanceForm, StateForm, pretty_json, state_errors
+from .commands import buttons, run_bulk, run_command, verdicts
+from .forms import (
+    CreateInstanceForm,
+    StateForm,
+    pretty_json,
+    state_errors,
+    unread_create_form,
+    unread_state_form,
+)
 from .pages import change_url, definitions_context, instance_context, live_payload
+from .request_limits import csrf_protect_within_limits, post_limit_problem
 
 
 def _bulk_action(name: str, label: str) -> Any:
@@ -52,13 +61,14 @@ def _bulk_action(name: str, label: str) -> Any:
 
 @admin.register(WorkflowInstance)
 class WorkflowInstanceAdmin(admin.ModelAdmin):
-    list_display = ("short_id", "workflow_title", "status_badge", "current_step_title", "owner",
-                    "revision", "updated_at")
+    list_display = ("short_id", "reference", "workflow_title", "status_badge",
+                    "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)
     list_filter = (WorkflowFilter, ("status", admin.ChoicesFieldListFilter), CurrentStepFilter,
                    OwnerFilter)
-    search_fields = ("id", "owner__username")  # shown as the search box; see get_search_results
-    search_help_text = "An instance id, or part of an owner's username or email."
+    search_fields = ("id", "reference", "owner__username")  # the box; see get_search_results
+    search_help_text = ("An instance id or its start (as the list shows it), a reference or "
+                        "its start, or part of an owner's username or email.")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at",)
     sortable_by = ("updated_at",)  # the indexed ordering only: no sort of the whole table
@@ -88,6 +98,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_badge(self, instance: WorkflowInstance) -> str:
+        if instance.status == "idle" and getattr(instance, "last_phase", None) == "finished":
+            # Back to idle by a rollback, not a row that never started.
+            return mark_safe('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
         return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
                            instance.get_status_display())
 
@@ -139,12 +152,17 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.opts,
                 "app_label": self.opts.app_label, "media": self.media, **values}
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def add_view(self, request: HttpRequest, form_url: str = "",
                  extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """A new instance through ``services.create``: workflow, initial state, start."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = CreateInstanceForm(request.POST if request.method == "POST" else None)
+        unreadable = post_limit_problem(request)
+        if unreadable:
+            form = unread_create_form(unreadable)
+        else:
+            form = CreateInstanceForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
             instance = self._create(request, form)
             if instance is not None:
@@ -173,6 +191,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                                    f"{instance.get_status_display().lower()}.", messages.SUCCESS)
         return instance
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
@@ -183,19 +202,27 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             raise PermissionDenied
         state_form = None
         if request.method == "POST":
-            if "_command" in request.POST:
+            unreadable = post_limit_problem(request)  # too large to read: change nothing
+            if not unreadable and "_command" in request.POST:
                 self._command(request, instance)
                 return HttpResponseRedirect(request.get_full_path())
-            if "_state" not in request.POST:
+            if not unreadable and "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
-            if not self.has_change_permission(request, instance):
-                self.message_user(request, f"State not saved: {NO_CHANGE_PERMISSION}",
+            # The page shows no state form where update_state does not apply, so neither
+            # could it show the form's errors: the page's messages say why instead.
+            verdict = verdicts(self, request, instance)["update_state"]
+            if not verdict.allowed:
+                self.message_user(request, f"State not saved: {unreadable or verdict.message}",
                                   messages.ERROR)
-                return HttpResponseRedirect(request.get_full_path())
-            state_form = StateForm(request.POST)
-            if self._save_state(request, instance, state_form):
-                return HttpResponseRedirect(request.get_full_path())
-            instance = self.get_object(request, unquote(object_id)) or instance
+                if not unreadable:
+                    return HttpResponseRedirect(request.get_full_path())
+            elif unreadable:  # only a state is that large: say so on its form
+                state_form = unread_state_form(instance.state, instance.revision, unreadable)
+            else:
+                state_form = StateForm(request.POST)
+                if self._save_state(request, instance, state_form):
+                    return HttpResponseRedirect(request.get_full_path())
+                instance = self.get_object(request, unquote(object_id)) or instance
         return self._instance_page(request, instance, state_form, extra_context)
 
     def _command(self, request: HttpRequest, instance: WorkflowInstance) -> None:
@@ -254,7 +281,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         definition = registry.find(instance.workflow)
         context = self._context(
             request, title=f"{definition.title if definition else instance.workflow} "
-                           f"{str(instance.pk)[:8]}",
+                           f"{instance.name}",
             original=instance, object_id=str(instance.pk), can_change=can_change,
             commands=[b for b in commands if b.allowed],
             unavailable=[b for b in commands if not b.allowed], state_form=state_form,

@@ -22,6 +22,7 @@ from ..queries import LiveOperation, live_operations, marks_of
 
 EVENTS_PER_PAGE = 25
 LOG_LINES = 10
+TASKS_SHOWN = 10  # the newest of an instance's tasks, on its page
 
 
 def change_url(instance_id: Any) -> str:
@@ -105,8 +106,12 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
         child["url"] = change_url(child["id"])
         child["status_label"] = Status(child["status"]).label
     operations = operations_of(instance)
+    tasks = list(instance.tasks.select_related("claimed_by", "completed_by")
+                 .order_by("-created_at")[:TASKS_SHOWN])
+    for task in tasks:
+        task.url = reverse("admin:django_workflows_workflowtask_change", args=[task.pk])
     return {
-        "instance": instance, "definition": definition,
+        "instance": instance, "definition": definition, "tasks": tasks,
         "diagram": diagram(definition, instance),
         "operations": operations,
         "has_live_work": any(row["in_flight"] for row in operations)

@@ -28,6 +28,7 @@ from ..exceptions import (
     InvalidState,
     MigrationRequired,
     NotAllowed,
+    ReferenceTaken,
     StaleRevision,
     StateTooLarge,
     UnknownWorkflow,
@@ -77,10 +78,25 @@ def state_fields(error: InvalidState) -> dict[str, list[str]]:
     return fields or {"state": [error.reason]}
 
 
+def input_fields(error: WorkflowNotMoved) -> dict[str, list[str]]:
+    """A task input's errors, named from the request body (``input.<field>``)."""
+    fields: dict[str, list[str]] = {}
+    for problem in error.field_errors:
+        fields.setdefault(f"input.{problem.field}" if problem.field else "input",
+                          []).append(problem.message)
+    return fields or {"input": [error.reason]}
+
+
 def workflow_error(exc: Exception) -> Response | None:
     """The answer to one of the service's errors, with its status; None for any other."""
     if isinstance(exc, InvalidState):
         return Response(error_body(exc.reason, exc.code, state_fields(exc)),
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ReferenceTaken):
+        return Response({**error_body(exc.reason, exc.code), "id": exc.existing},
+                        status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_input":
+        return Response(error_body(exc.reason, exc.code, input_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, StateTooLarge):
         return Response(error_body(exc.reason, exc.code),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import cache
@@ -44,6 +45,17 @@ class StateField(serializers.DictField):
         return value
 
 
+class ReferenceField(serializers.CharField):
+    """A reference: printable text a database can store, blank meaning none."""
+
+    def to_internal_value(self, data: Any) -> str | None:
+        value = super().to_internal_value(data)
+        if json_problems(value):
+            raise serializers.ValidationError("This text must not contain NUL characters or "
+                                              "unpaired surrogates.")
+        return value or None
+
+
 # -- input ---------------------------------------------------------------------------
 
 
@@ -52,6 +64,9 @@ class CreateInstanceSerializer(serializers.Serializer):
     state = StateField(required=False, help_text="The initial state; default: the "
                                                   "definition's initial state.")
     start = serializers.BooleanField(default=False, help_text="Start it at once.")
+    reference = ReferenceField(required=False, allow_null=True, max_length=200,
+                               help_text="Your own name for it (an order number): at most "
+                                         "one instance per workflow has it.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -72,13 +87,17 @@ def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Fi
     if kind == str | None:
         return serializers.CharField(required=False, allow_null=True, allow_blank=True,
                                      max_length=1000, help_text=f"The {name}, if any.")
+    if kind == Mapping[str, Any] | None:
+        return StateField(required=False, allow_null=True, help_text=f"The {name}.")
     raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
 
 
 @cache
-def command_body(command: type[engine.PersonCommand]) -> type[serializers.Serializer]:
-    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``)."""
-    fields = {name: _field_for(command, name) for name in command.takes()}
+def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
+                 ) -> type[serializers.Serializer]:
+    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
+    what the URL already ``given`` (a task command's ``task``)."""
+    fields = {name: _field_for(command, name) for name in command.takes() if name not in given}
     name = "".join(part.title() for part in command.name.split("_")) + "Body"
     return type(name, (serializers.Serializer,), fields)
 
@@ -239,7 +258,7 @@ class InstanceSerializer(serializers.ModelSerializer):
         fields = ["id", "workflow", "version", "status", "state", "current_step",
                   "completed_steps", "skipped_steps", "history", "errors", "operations",
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
-                  "completed_at", "actions"]
+                  "completed_at", "reference", "actions"]
         read_only_fields = fields
 
     @extend_schema_field(NULLABLE_STRING)

@@ -186,8 +186,8 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         instance = services.create(data["workflow"], state=data.get("state"),
-                                   start=data["start"], user=request.user,
-                                   idempotency_key=idempotency_key(request))
+                                   start=data["start"], reference=data.get("reference"),
+                                   user=request.user, idempotency_key=idempotency_key(request))
         return self.answer(instance, status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:

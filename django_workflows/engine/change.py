@@ -33,6 +33,7 @@ class Env:
     new_id: Callable[[], str] = lambda: str(uuid.uuid4())
     user: Any = None
     resolve: Callable[[str], Workflow] | None = None  # a workflow by id, for nested="id"
+    actor: str | None = None  # who acts, as the service names them (a user's id): tasks record it
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from .errors import OperationBlockedError
 from .outcome import DeadlineKind
-from .rules import deadlines, navigation, results, saga
+from .rules import deadlines, navigation, results, saga, tasks
 from .snapshot import ErrorInfo, OperationSnapshot, Progress
 
 Rule = Callable[[Any, Any], None]  # rule(change, command)
@@ -46,18 +46,22 @@ class PersonCommand(Command):
 
     ``action``: offered as ``POST /api/instances/<id>/<name>/`` and as a button
     (``update_state`` is ``PATCH state/`` and the admin's state form instead).
+    ``on_task``: given to a task, ``POST /api/tasks/<id>/<name>/`` and the admin's
+    task page (its field ``task`` names the task).
     """
 
     label: ClassVar[str]
     summary: ClassVar[str]
     destructive: ClassVar[bool]
     action: ClassVar[bool]
+    on_task: ClassVar[bool]
 
     def __init_subclass__(cls, *, label: str = "", summary: str = "",
                           destructive: bool = False, action: bool = True,
-                          **kwargs: Any) -> None:
+                          on_task: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.label, cls.summary, cls.destructive, cls.action = label, summary, destructive, action
+        cls.label, cls.summary, cls.destructive = label, summary, destructive
+        cls.action, cls.on_task = action and not on_task, on_task
         COMMANDS[cls.name] = cls
 
     @classmethod
@@ -129,6 +133,28 @@ class UpdateState(PersonCommand, name="update_state", rule=navigation.update_sta
     value: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
 
 
+# -- tasks: what people do on a step's task --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim(PersonCommand, name="claim", rule=tasks.claim, label="Claim", on_task=True,
+            summary="Take the task: until you release it, only you may complete it"):
+    task: str | None = None  # the task's id; by default the current step's
+
+
+@dataclass(frozen=True)
+class Release(PersonCommand, name="release", rule=tasks.release, label="Release", on_task=True,
+              summary="Give the task back to its candidates"):
+    task: str | None = None
+
+
+@dataclass(frozen=True)
+class Complete(PersonCommand, name="complete", rule=tasks.complete, label="Complete",
+               on_task=True, summary="Give the task's input; the step moves on"):
+    task: str | None = None
+    input: Mapping[str, Any] | None = None  # checked against the task's form
+
+
 # -- what workers and the sweep report ------------------------------------------------
 
 
@@ -177,3 +203,5 @@ class DeadlineDue(Command, name="deadline_due", rule=deadlines.deadline_due):
 
 ACTIONS: dict[str, type[PersonCommand]] = {n: c for n, c in COMMANDS.items() if c.action}
 """The commands offered as actions and buttons, in the order of the buttons."""
+TASK_COMMANDS: dict[str, type[PersonCommand]] = {n: c for n, c in COMMANDS.items() if c.on_task}
+"""The commands given to a task."""

@@ -125,6 +125,67 @@ class Branch:
         _check_callable(self.compensate, f'Branch "{self.id}": compensate')
 
 
+CANDIDATE_KINDS = ("user", "group", "perm")
+
+
+def check_candidates(value: Any, what: str) -> tuple[str, ...]:
+    """``["user:ann", "group:managers", "perm:app.codename"]``, each kind checked."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise DefinitionError(f"{what} must be a list of candidates, not {value!r}")
+    found = []
+    for candidate in value:
+        kind, _, name = candidate.partition(":") if isinstance(candidate, str) else ("", "", "")
+        if kind not in CANDIDATE_KINDS or not name or (kind == "perm" and "." not in name):
+            raise DefinitionError(
+                f'{what}: {candidate!r} is not a candidate: write "user:<username>", '
+                '"group:<name>" or "perm:<app_label>.<codename>"')
+        found.append(candidate)
+    return tuple(found)
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    """Input a person must give before a step moves on (DESIGN.md §7).
+
+    ``form`` is a JSON Schema or a pydantic model the input must satisfy;
+    ``candidates`` who may give it (or a hook of the context returning them,
+    asked when the task opens); ``exclude_owner`` keeps the instance's owner
+    out (nobody decides their own claim); past ``due`` the task is overdue and
+    ``escalate_to`` become candidates too. The input is merged into the state
+    under ``key`` (default: the step's id), or by ``merge(state, input)``.
+    """
+
+    form: Any
+    candidates: Sequence[str] | Hook = field(default=(), kw_only=True)
+    exclude_owner: bool = field(default=False, kw_only=True)
+    due: Seconds | None = field(default=None, kw_only=True)
+    escalate_to: Sequence[str] = field(default=(), kw_only=True)
+    key: str | None = field(default=None, kw_only=True)
+    merge: Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]] | None = field(
+        default=None, kw_only=True)
+    title: str | None = field(default=None, kw_only=True)
+
+    def check(self, what: str) -> None:
+        """Checked by its step, whose id the messages name."""
+        what = f"{what}: task"
+        if callable(self.candidates):
+            pass  # asked when the task opens
+        else:
+            object.__setattr__(self, "candidates",
+                               check_candidates(self.candidates, f"{what} candidates"))
+        object.__setattr__(self, "escalate_to",
+                           check_candidates(self.escalate_to, f"{what} escalate_to"))
+        object.__setattr__(self, "due", to_seconds(self.due, what=f"{what} due"))
+        _check_callable(self.merge, f"{what} merge")
+        if self.key is not None and (not isinstance(self.key, str) or not self.key):
+            raise DefinitionError(f"{what} key must be a non-empty string, not {self.key!r}")
+        if self.form is None:
+            raise DefinitionError(f"{what} needs a form: a JSON Schema or a pydantic model")
+        from .schema import check_schema  # jsonschema is imported only when used
+
+        check_schema(self.form, what, name="form")
+
+
 @dataclass(frozen=True, eq=False)
 class Step:
     """A step of a workflow. ``advance="auto"`` moves on once its work succeeded."""
@@ -143,6 +204,7 @@ class Step:
     advance: Advance = field(default="manual", kw_only=True)
     # False: ``skip`` is refused on this step (``not_skippable``), whoever asks.
     skippable: bool = field(default=True, kw_only=True)
+    task: Task | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Step")
@@ -150,6 +212,10 @@ class Step:
         if not isinstance(self.skippable, bool):
             raise DefinitionError(f"{what}: skippable must be True or False, "
                                   f"not {self.skippable!r}")
+        if self.task is not None:
+            if not isinstance(self.task, Task):
+                raise DefinitionError(f"{what}: task must be a Task, not {self.task!r}")
+            self.task.check(what)
         for name in ("enter", "leave", "validate", "when", "compensate"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         if self.advance not in ("manual", "auto"):

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .schema import FieldError
-from .snapshot import AttemptKind, WorkflowSnapshot
+from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
 
-DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry"]
+DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due"]
 
 EVENT_TYPES = (
     "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
@@ -19,6 +19,7 @@ EVENT_TYPES = (
     "operation-skipped",
     "branch-started", "branch-succeeded", "branch-failed", "branch-cancelled",
     "compensation-started", "attempt-stopped",
+    "task-open", "task-claim", "task-release", "task-complete", "task-overdue", "task-cancel",
 )
 
 
@@ -67,7 +68,21 @@ class ClearDeadline:
     token: str
 
 
-Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline
+@dataclass(frozen=True)
+class SaveTask:
+    """The task changed (opened, claimed, released, completed, overdue, cancelled).
+
+    ``opened``: it is new; ``candidates_changed``: who may act on it is no longer who
+    could (an escalation).
+    """
+
+    instance_id: str
+    task: TaskSnapshot
+    opened: bool = False
+    candidates_changed: bool = False
+
+
+Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from .. import engine
 from ..conf import workflow_settings
@@ -15,6 +15,7 @@ from ..exceptions import (
     InvalidState,
     MigrationRequired,
     NotAllowed,
+    ReferenceTaken,
     UnknownWorkflow,
     WorkflowNotMoved,
 )
@@ -80,9 +81,13 @@ def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:
 
 def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None = None,
            owner: Any = None, user: Any = None, start: bool = False,
-           idempotency_key: str | None = None, fingerprint: str | None = None
-           ) -> WorkflowInstance:
-    """A new ``idle`` instance (started at once with ``start=True``), owned by ``user``."""
+           reference: str | None = None, idempotency_key: str | None = None,
+           fingerprint: str | None = None) -> WorkflowInstance:
+    """A new ``idle`` instance (started at once with ``start=True``), owned by ``user``.
+
+    ``reference`` is the caller's own name for it (an order number): at most one
+    instance per workflow has it; a second create raises :class:`ReferenceTaken`.
+    """
     definition = definition_of(workflow.id if isinstance(workflow, engine.Workflow) else workflow)
     if definition.nested_only:
         raise WorkflowNotMoved(f'Workflow "{definition.id}" only runs as the nested child of '
@@ -96,7 +101,8 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
         if idempotency_key:
             key_row, first = idempotency.claim(user, idempotency.Key(
                 idempotency_key,
-                fingerprint or idempotency.fingerprint_of("create", definition.id, state, start)))
+                fingerprint or idempotency.fingerprint_of("create", definition.id, state, start,
+                                                          reference)))
             if not first:
                 return idempotency.replay(key_row)
         env = env_for(user)
@@ -107,8 +113,16 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
         check_state_size(snapshot.state)
         row = WorkflowInstance(id=UUID(snapshot.id), workflow=definition.id,
                                version=definition.version, state=snapshot.state, owner=owner,
-                               revision=1)
-        row.save(force_insert=True)
+                               reference=reference or None, revision=1)
+        try:
+            with transaction.atomic():  # a reference taken meanwhile must not undo the key
+                row.save(force_insert=True)
+        except IntegrityError:
+            taken = WorkflowInstance.objects.filter(
+                workflow=definition.id, reference=row.reference).values_list("pk", flat=True)
+            if row.reference is None or not taken:
+                raise
+            raise ReferenceTaken(definition.id, row.reference, str(taken[0])) from None
         if start:
             outcome = engine.apply(definition, snapshot, engine.Start(), env)
             after_commit(save_outcome([row], snapshot, outcome, actor=actor(user)))

@@ -9,13 +9,23 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from .. import engine, registry
 from ..conf import workflow_settings
 from ..exceptions import StateTooLarge, UnknownWorkflow
-from ..models import Attempt, AttemptStatus, Deadline, WorkflowEvent, WorkflowInstance
+from ..models import (
+    NEVER_DUE,
+    Attempt,
+    AttemptStatus,
+    Deadline,
+    TaskCandidate,
+    WorkflowEvent,
+    WorkflowInstance,
+    WorkflowTask,
+)
 from .statements import statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
@@ -110,6 +120,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
     statements().insert(saved.events)
     saved.dispatch = _store_effects(outcome.effects)
+    _store_tasks(rows, outcome.effects)
     return saved
 
 
@@ -183,3 +194,39 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
             When(status=AttemptStatus.QUEUED, then=Value(AttemptStatus.DROPPED.value)),
             default=F("status")))
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
+
+
+def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]) -> None:
+    """Each task as the command left it: its row, and the candidate rows of an open one."""
+    saved: dict[str, tuple[engine.SaveTask, bool, bool]] = {}  # id -> last, opened, new keys
+    for effect in effects:
+        if isinstance(effect, engine.SaveTask):
+            _, opened, changed = saved.get(effect.task.id, (effect, False, False))
+            saved[effect.task.id] = (effect, opened or effect.opened,
+                                     changed or effect.candidates_changed)
+    if not saved:
+        return
+    user_pk = get_user_model()._meta.pk
+    forget, candidates = [], []
+    for effect, opened, candidates_changed in saved.values():
+        task, instance = effect.task, rows[effect.instance_id]
+        row = WorkflowTask(
+            id=UUID(task.id), instance_id=instance.pk, workflow=instance.workflow,
+            step=task.step, title=task.title[:200], status=task.status,
+            candidates=list(task.candidates),
+            excluded_user_id=instance.owner_id if task.exclude_owner else None,
+            claimed_by_id=user_pk.to_python(task.claimed_by) if task.claimed_by else None,
+            completed_by_id=user_pk.to_python(task.completed_by) if task.completed_by else None,
+            input=task.input, due_at=to_datetime(task.due_at), overdue=task.overdue,
+            created_at=to_datetime(task.opened_at) or timezone.now(),
+            completed_at=to_datetime(task.completed_at), rank=0 if task.overdue else 1,
+            due_sort=to_datetime(task.due_at) or NEVER_DUE)
+        row.save(force_insert=opened, force_update=not opened)
+        if not opened and (candidates_changed or not task.is_open):
+            forget.append(row.pk)
+        if task.is_open and (opened or candidates_changed):
+            candidates += [TaskCandidate(task_id=row.pk, key=key)
+                           for key in dict.fromkeys(task.candidates)]
+    if forget:
+        TaskCandidate.objects.filter(task_id__in=forget).delete()
+    TaskCandidate.objects.bulk_create(candidates)

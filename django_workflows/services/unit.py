@@ -63,8 +63,9 @@ def call_in_savepoint(hook: Callable[..., Any], *args: Any) -> Any:
 
 
 def env_for(user: Any) -> engine.Env:
+    pk = getattr(user, "pk", None)
     return engine.Env(now=clock.now(), call=call_in_savepoint, user=user,
-                      resolve=definition_of)
+                      resolve=definition_of, actor=None if pk is None else str(pk))
 
 
 def actor(user: Any) -> Any:

@@ -82,12 +82,14 @@ class LocalExecutor:
     """Instances of some workflows, kept in memory and driven by commands."""
 
     def __init__(self, *definitions: Workflow, clock: FakeClock | None = None, autorun: bool = True,
-                 user: Any = None, call: Callable[..., Any] | None = None,
+                 user: Any = None, actor: str | None = None,
+                 call: Callable[..., Any] | None = None,
                  observers: tuple[Callable[[Event], Any], ...] = ()) -> None:
         self.definitions = {d.id: d for d in definitions}
         self.clock = clock or FakeClock()
         self.autorun = autorun
         self.user = user
+        self.actor = actor  # who acts, as tasks record it
         self.call = call
         self.observers = observers
         self.roots: dict[str, WorkflowSnapshot] = {}  # root id -> tree
@@ -104,8 +106,8 @@ class LocalExecutor:
 
     def env(self) -> Env:
         extra = {"call": self.call} if self.call else {}
-        return Env(now=self.clock.now(), user=self.user, resolve=self.definitions.__getitem__,
-                   **extra)
+        return Env(now=self.clock.now(), user=self.user, actor=self.actor,
+                   resolve=self.definitions.__getitem__, **extra)
 
     def create(self, workflow: str | Workflow, state: Mapping[str, Any] | None = None) -> str:
         definition = workflow if isinstance(workflow, Workflow) else self.definitions[workflow]

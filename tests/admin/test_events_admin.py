@@ -55,6 +55,24 @@ def test_events_filter_by_type(root_client):
     assert listed(response) == [("1", "start")]
 
 
+def test_events_filter_by_a_type_with_a_nul_character_is_reported_not_a_500(root_client):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(reverse(EVENTS), {"type": "st\x00art"})
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+
+
+def test_events_filter_by_a_type_that_does_not_exist_lists_nothing(root_client):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(reverse(EVENTS), {"type": "explode"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
+
+
 def test_events_search_by_instance_id(root_client):
     wanted = WorkflowInstanceFactory(started=True)
     WorkflowInstanceFactory(started=True)

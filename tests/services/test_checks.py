@@ -166,6 +166,19 @@ def test_e010_a_boolean_is_not_a_number():
     assert "'MAX_STATE_BYTES'" in problem.msg
 
 
+@override_settings(DJANGO_WORKFLOWS={"PUBLIC_SCHEMA": "yes"})
+def test_e010_a_switch_that_is_not_true_or_false():
+    (problem,) = with_id(checks.check_settings(), "E010")
+
+    assert problem.msg == "DJANGO_WORKFLOWS['PUBLIC_SCHEMA'] must be True or False, not 'yes'"
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_switch_set_to_true_or_false_passes(value):
+    with override_settings(DJANGO_WORKFLOWS={"PUBLIC_SCHEMA": value}):
+        assert checks.check_settings() == []
+
+
 @override_settings(DJANGO_WORKFLOWS={"LOCK_TIMOUT": 3})
 def test_e010_an_unknown_setting():
     (problem,) = with_id(checks.check_settings(), "E010")

@@ -1,4 +1,5 @@
-"""Deadlines falling due: a step's timeout, an attempt's timeout, the end of a retry delay.
+"""Deadlines falling due: a step's timeout, an attempt's timeout, the end of a retry
+delay, a task's due date.
 
 Each arrives as ``DeadlineDue(kind, token)``; one whose token is no longer
 current is refused as stale (``stale_deadline``).
@@ -15,6 +16,7 @@ from ..errors import Refused
 from ..messages import operation_timed_out, step_timed_out
 from ..snapshot import ErrorInfo, OperationSnapshot
 from .results import operation_failed, retry_operation
+from .tasks import task_due
 from .work import add_stopping, queue_attempt, stop_work
 
 if TYPE_CHECKING:
@@ -28,6 +30,8 @@ def deadline_due(c: Change, command: DeadlineDue) -> None:
         attempt_timeout_due(c, command.token)
     elif command.kind == "retry":
         retry_due(c, command.token)
+    elif command.kind == "task-due":
+        task_due(c, command.token)
     else:
         raise Refused("stale_deadline", f"Unknown deadline kind {command.kind!r}")
 

@@ -32,6 +32,7 @@ from .steps import (
     validate_current,
 )
 from .work import (
+    cancel_task,
     skip_operation,
     skippable_operation,
     step_work_done,
@@ -101,6 +102,10 @@ def next_(c: Change, command: Next) -> None:
         return
     if not step_work_done(c, step):
         raise Refused("work_in_progress", f'Workflow step "{step.id}" still has work in progress')
+    task = c.snap.open_task
+    if task is not None:
+        raise Refused("task_open", f'Workflow step "{step.id}" waits for its task '
+                                   f'"{task.title}": complete it to go on')
     if validate_current(c):
         raise Refused("validation_failed", "; ".join(c.snap.errors))
     c.checked()
@@ -124,8 +129,9 @@ def back(c: Change, command: Back) -> None:
     if len(c.snap.history) < 2:
         raise Refused("no_previous_step", f"{c.name} has no previous step")
     c.checked()
-    # Its work stops; its child is kept for a return to this step.
+    # Its work and its task stop; its child is kept for a return to this step.
     stop_work(c, step_left(c.snap.current_step), step=c.snap.current_step)
+    cancel_task(c, step_left(c.snap.current_step))
     c.end_step_run()
     previous = c.snap.history[-2]
     c.set(status="running", current_step=previous, history=c.snap.history[:-1],
@@ -145,8 +151,9 @@ def skip(c: Change, command: Skip) -> None:
     if c.step is not None and not c.step.skippable:
         raise Refused("not_skippable", f'Workflow step "{key}" cannot be skipped')
     c.checked()
-    # Its work stops and its child is cancelled: the step will not be done.
+    # Its work and its task stop, its child is cancelled: the step will not be done.
     stop_work(c, step_skipped(key), step=key)
+    cancel_task(c, step_skipped(key))
     if c.current_child is not None:
         cancel_child(c)
     c.end_step_run()

@@ -19,7 +19,7 @@ from ..errors import Refused
 from ..messages import INTERRUPTED_WORKFLOW, ROLLED_BACK_WITH_PARENT
 from ..outcome import RunAttempt, StopAttempt
 from ..snapshot import FINISHED, OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
-from .work import add_stopping, still_stopping
+from .work import add_stopping, cancel_task, still_stopping
 
 if TYPE_CHECKING:
     from ..commands import AttemptOutcome, Rollback
@@ -44,6 +44,7 @@ def rollback(c: Change, command: Rollback | None = None) -> None:
         raise Refused("work_in_progress",
                       f"{c.name} has work in progress; cancel it before rolling back")
     c.checked()
+    cancel_task(c, "Rolled back")
     c.set(status="rolling-back", errors=(), rollback=build_plan(c))
     c.emit("rollback", step=c.snap.current_step, phase="started")
     continue_rollback(c)
@@ -233,6 +234,6 @@ def finish_rollback(c: Change) -> None:
     c.emit("rollback", phase="finished")
     c.let_go_of_child()
     c.set(status="idle", current_step=None, completed_steps=(), skipped_steps=(), history=(),
-          errors=(), operations=(), parallel=(),
+          errors=(), operations=(), parallel=(), task=None,
           state=c.definition.initial_state(), started_at=None, completed_at=None,
           step_run=None, rollback=None)

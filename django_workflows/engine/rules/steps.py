@@ -20,7 +20,7 @@ from ..outcome import SetDeadline
 from ..schema import check_state
 from ..snapshot import FINISHED, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
 from . import saga
-from .work import dispatch_branches, hand_out_operation, stop_work
+from .work import cancel_task, dispatch_branches, hand_out_operation, open_task, stop_work
 
 
 def add_unique(items: tuple[str, ...], item: str) -> tuple[str, ...]:
@@ -142,6 +142,7 @@ def rerun(c: Change) -> None:
 def commit_cancel(c: Change, reason: str | None = None) -> None:
     """Cancel once the guards allowed it: the child first, then the work, then this."""
     cancel_child(c, reason)  # the child is cancelled, and says so, first
+    cancel_task(c, CANCELLED)
     stop_work(c, CANCELLED)
     saga.stop_compensation(c, CANCELLED)
     c.end_step_run()
@@ -165,6 +166,8 @@ def execute_step(c: Change, *, include_enter: bool) -> None:
         c.effect(SetDeadline(c.snap.id, "step-timeout", run.token, run.deadline))
     if include_enter and step.enter is not None:
         c.run_hook(step.enter, c.context(), step=step.id)
+    if include_enter and step.task is not None:
+        open_task(c, step)
     if step.nested is not None:
         run_nested(c, step.id)
     dispatch_branches(c, step)
@@ -206,6 +209,8 @@ def advance(c: Change) -> None:
     child = c.current_child
     if child is not None and child.status != "completed":
         return  # the step waits for its child
+    if c.snap.open_task is not None:
+        return  # the step waits for its task
     # An auto step moves on once it validates (entering the next step counts the move).
     if step.advance == "auto" and not validate_current(c):
         leave_current(c)

@@ -1,4 +1,5 @@
-"""A step's background work handed out (``RunAttempt``) and told to stop (``StopAttempt``).
+"""A step's work handed out: background work (``RunAttempt``), told to stop
+(``StopAttempt``), and the task a person must do (``rules.tasks`` has its commands).
 
 What comes back is handled in ``results``.
 """
@@ -9,16 +10,17 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..change import Change
-from ..definition import Operation, Step
-from ..errors import Refused
+from ..definition import Operation, Step, check_candidates
+from ..errors import DefinitionError, HookFailed, Refused
 from ..messages import CANCELLED
-from ..outcome import ClearDeadline, RunAttempt, StopAttempt
+from ..outcome import ClearDeadline, RunAttempt, SaveTask, SetDeadline, StopAttempt
 from ..snapshot import (
     AttemptKind,
     BranchSnapshot,
     ErrorInfo,
     OperationSnapshot,
     StoppingAttempt,
+    TaskSnapshot,
     new_operation_snapshot,
 )
 
@@ -173,3 +175,47 @@ def stop_work(c: Change, reason: str, *, step: str | None = None,
             c.effect(StopAttempt(c.snap.id, branch.token, reason))
         put_branch(c, replace(branch, status="cancelled", error=reason, token=None))
         c.emit("branch-cancelled", step=branch.step, branch=branch.id, reason=reason)
+
+
+# -- the task a person must do ----------------------------------------------------------
+
+
+def put_task(c: Change, task: TaskSnapshot, *, opened: bool = False,
+             candidates_changed: bool = False) -> None:
+    c.set(task=task)
+    c.effect(SaveTask(c.snap.id, task, opened, candidates_changed))
+
+
+def open_task(c: Change, step: Step) -> None:
+    """Open the step's task, unless one is open for it already."""
+    task = step.task
+    if task is None or c.snap.open_task is not None:
+        return
+    candidates = task.candidates
+    if callable(candidates):
+        found = c.run_hook(candidates, c.context(step.id), step=step.id)
+        try:
+            candidates = check_candidates(found or (), f'Step "{step.id}": task candidates')
+        except DefinitionError as error:
+            c.fail(str(error), step.id)
+            raise HookFailed(str(error)) from None
+    due = c.env.now + task.due if task.due else None
+    opened = TaskSnapshot(id=c.env.new_id(), step=step.id,
+                          title=task.title or step.title or step.id,
+                          candidates=tuple(candidates), exclude_owner=task.exclude_owner,
+                          opened_at=c.env.now, due_at=due)
+    put_task(c, opened, opened=True)
+    c.emit("task-open", step=step.id, task=opened.id, candidates=list(opened.candidates))
+    if due is not None:
+        c.effect(SetDeadline(c.snap.id, "task-due", opened.id, due))
+
+
+def cancel_task(c: Change, reason: str) -> None:
+    """The step is left another way (back, skip, cancel, rollback): its task closes."""
+    task = c.snap.open_task
+    if task is None:
+        return
+    put_task(c, replace(task, status="cancelled", completed_at=c.env.now))
+    c.emit("task-cancel", step=task.step, task=task.id, reason=reason)
+    if task.due_at is not None and not task.overdue:
+        c.effect(ClearDeadline(c.snap.id, task.id))
