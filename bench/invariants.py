@@ -128,11 +128,12 @@ def _rows(cursor: Any, sql: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _tables(cursor: Any) -> set[str]:
-    try:
-        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
-    except Exception:  # SQLite
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+def _tables(connection: Any, cursor: Any) -> set[str]:
+    introspection = getattr(connection, "introspection", None)
+    if introspection is not None:  # Django's connection: every database it supports
+        return set(introspection.table_names(cursor))
+    # A bare DB-API connection: PostgreSQL (bench/load.py's psycopg)
+    cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
     return {row[0] for row in cursor.fetchall()}
 
 
@@ -142,7 +143,7 @@ def load(connection: Any, now: datetime | None = None) -> Data:
     Constant SQL only: nothing is built from values.
     """
     with connection.cursor() as cursor:
-        tables = _tables(cursor)
+        tables = _tables(connection, cursor)
         data = Data(now=now or datetime.now(UTC))
         for row in _rows(cursor, "SELECT id, workflow, version, status, current_step, "
                                  "CAST(snapshot AS TEXT) AS snapshot, "

@@ -11,6 +11,7 @@
 | E010 | a bad ``DJANGO_WORKFLOWS`` setting |
 | E020 | django-q2's ``retry`` does not exceed its largest task ``timeout`` |
 | E021 | django-q2's ``max_attempts`` is unbounded |
+| E030 | our tables may be migrated to an Oracle database, which is not supported |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
 | W020 | a task's candidates name a group or a permission that does not exist |
@@ -24,6 +25,7 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.db import router
 from django.utils.module_loading import import_string
 
 from . import registry
@@ -117,6 +119,22 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))
     return errors
+
+
+@register()
+def check_oracle(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Supported: PostgreSQL, MariaDB/MySQL and SQLite. Read from the settings: no connection."""
+    instances = apps.get_model("django_workflows", "WorkflowInstance")
+    return [
+        Error(f'Database "{alias}" is Oracle, which django-workflows does not support',
+              hint="Keep django_workflows' tables on PostgreSQL, MariaDB/MySQL or SQLite "
+                   "(a database router's allow_migrate can keep them off this database).",
+              id="django_workflows.E030")
+        for alias, database in settings.DATABASES.items()
+        # Django's backend and GeoDjango's: django.[contrib.gis.]db.backends.oracle
+        if str(database.get("ENGINE", "")).endswith(".oracle")
+        and router.allow_migrate_model(alias, instances)
+    ]
 
 
 @register(Tags.database)

@@ -16,6 +16,7 @@ from django_workflows import services
 from django_workflows.admin.changelist import EstimatedCountPaginator, estimated_count
 from django_workflows.models import WorkflowInstance
 from tests import dbutil
+from tests.dbutil import column_sql
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import changelist_url, instance_url, logged_in, shown_messages
@@ -262,10 +263,10 @@ def test_changelist_does_not_read_states_or_snapshots(root_client):
         root_client.get(changelist_url())
 
     rows = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
-            and '"django_workflows_workflowinstance"."workflow"' in q["sql"]]
+            and column_sql(WorkflowInstance, "workflow") in q["sql"]]
     assert rows
-    assert not [sql for sql in rows if '"django_workflows_workflowinstance"."state"' in sql
-                or '"django_workflows_workflowinstance"."snapshot"' in sql]
+    assert not [sql for sql in rows if column_sql(WorkflowInstance, "state") in sql
+                or column_sql(WorkflowInstance, "snapshot") in sql]
 
 
 def test_changelist_reads_owners_with_their_instances(root_client):

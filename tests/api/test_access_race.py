@@ -10,7 +10,6 @@ must be refused there.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -18,11 +17,12 @@ from rest_framework.test import APIClient
 
 from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.models import WorkflowInstance
+from tests import dbutil
 from tests.factories import UserFactory
 
 from .conftest import url
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
 SIGNUP = Workflow(
     "race-signup", steps=[Step("plan"), Step("identity"), Step("confirm")],
@@ -37,23 +37,6 @@ def signup():
     registry.unregister(SIGNUP.id)
 
 
-def waiting_for_a_lock() -> int:
-    """Backends of this database waiting for a lock (read afresh: inside a transaction
-    PostgreSQL keeps showing the first reading)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND datname = current_database()")
-        return cursor.fetchone()[0]
-
-
-def until(condition, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_a_skip_sent_while_a_next_moves_on_is_judged_where_the_next_left_it():
     alice = UserFactory(username="alice")
     onboarding = services.create("race-signup", owner=alice, start=True)
@@ -66,7 +49,8 @@ def test_a_skip_sent_while_a_next_moves_on_is_judged_where_the_next_left_it():
             with transaction.atomic():
                 WorkflowInstance.objects.select_for_update().get(pk=onboarding.pk)
                 holding.set()
-                until(lambda: waiting_for_a_lock() > 0)  # the skip waits for this row
+                # The skip waits for this row.
+                assert dbutil.a_session_waits_for_a_lock(15), "timed out"
                 services.next(onboarding, user=alice)
         finally:
             connection.close()

@@ -15,7 +15,7 @@ from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import url
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
 
 class Statements:

@@ -347,7 +347,7 @@ def test_sweep_interrupts_an_attempt_whose_heartbeat_expired():
     assert charge["error"]["message"] == "Operation was interrupted before workflow recovery"
 
 
-@pytest.mark.postgres
+@pytest.mark.real_locks
 def test_sweep_passes_over_a_silent_attempt_whose_instance_is_busy_and_goes_on():
     busy, busy_token = claimed_back_office()
     HoldingRunner.held.clear()

@@ -283,6 +283,43 @@ def test_without_django_q_its_settings_are_not_checked(monkeypatch):
     assert checks.check_django_q() == []
 
 
+# -- databases ------------------------------------------------------------------------------
+
+ORACLE = {"ENGINE": "django.db.backends.oracle", "NAME": "legacy"}
+
+
+class ElsewhereThanOracle:
+    """A database router that keeps django_workflows' tables off the "legacy" database."""
+
+    def allow_migrate(self, db: str, app_label: str, **hints: object) -> bool | None:
+        return False if db == "legacy" and app_label == "django_workflows" else None
+
+
+@databases_overridden
+def test_e030_oracle_is_not_supported():
+    with override_settings(DATABASES={"default": SOUND_SQLITE, "legacy": ORACLE}):
+        (problem,) = with_id(checks.check_oracle(), "E030")
+
+    assert isinstance(problem, Error)
+    assert problem.msg == 'Database "legacy" is Oracle, which django-workflows does not support'
+
+
+@databases_overridden
+def test_e030_an_oracle_database_our_tables_are_kept_off_passes():
+    with override_settings(DATABASES={"default": SOUND_SQLITE, "legacy": ORACLE},
+                           DATABASE_ROUTERS=[ElsewhereThanOracle()]):
+        assert checks.check_oracle() == []
+
+
+@databases_overridden
+def test_postgresql_mariadb_and_sqlite_pass_the_database_check():
+    with override_settings(DATABASES={
+            "default": SOUND_SQLITE,
+            "pg": {"ENGINE": "django.db.backends.postgresql", "NAME": "site"},
+            "maria": {"ENGINE": "django.db.backends.mysql", "NAME": "site"}}):
+        assert checks.check_oracle() == []
+
+
 # -- SQLite ---------------------------------------------------------------------------------
 
 

@@ -208,21 +208,8 @@ def test_a_running_childs_exit_guard_refuses_the_parents_cancel(guarded_child):
 # -- lock order -----------------------------------------------------------------------------
 
 
-def test_a_command_on_the_child_locks_the_parent_first(monkeypatch):
-    parent, child = at_check()
-    locked = []
-    original = locking._locked
-
-    def spy(pk):
-        row = original(pk)
-        locked.append(row.pk)
-        return row
-
-    monkeypatch.setattr(locking, "_locked", spy)
-
-    services.next(child)
-
-    assert locked == [parent.pk, child.pk]
+# That a child's command takes its parent's lock before its own, with real locks:
+# tests/services/test_locking.py.
 
 
 def test_the_locked_chain_runs_from_the_root_down():
@@ -234,10 +221,10 @@ def test_the_locked_chain_runs_from_the_root_down():
     assert [row.pk for row in chain] == [parent.pk, child.pk]
 
 
-@pytest.mark.postgres
+@pytest.mark.real_locks
 @pytest.mark.django_db(transaction=True)
 def test_a_command_on_the_child_waits_for_the_parents_lock():
-    assert dbutil.is_postgres()
+    assert dbutil.has_real_locks()
     parent, child = at_check()
     holding, release = threading.Event(), threading.Event()
 

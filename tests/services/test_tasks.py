@@ -185,7 +185,7 @@ def test_complete_with_an_idempotency_key_answers_the_first_result_again(people)
     assert again.replayed is True and again.current_step == "paid"
 
 
-@pytest.mark.postgres
+@pytest.mark.real_locks
 @pytest.mark.django_db(transaction=True)
 def test_two_candidates_completing_at_once_one_wins_the_other_is_refused(people):
     claim = waiting(people["ann"])
