@@ -98,7 +98,9 @@ TASK_RESPONSES = {
 
 @extend_schema_view(
     list=extend_schema(summary="Tasks: by default the open ones you may act on, overdue first",
-                       responses={200: TaskSerializer(many=True), **NOT_ALLOWED}),
+                       responses={200: TaskSerializer(many=True),
+                                  400: error_response("A bad filter value."),
+                                  **NOT_ALLOWED, 404: error_response("No such page.")}),
     retrieve=extend_schema(summary="One task", responses={
         200: TaskSerializer, **NOT_ALLOWED, 404: error_response("No such task.")}),
 )
