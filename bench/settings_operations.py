@@ -54,4 +54,6 @@ Q_CLUSTER = {
     **({"redis": REDIS} if os.environ.get("DWF_BENCH_BROKER") == "redis" else {"orm": "default"}),
 }
 
-DJANGO_WORKFLOWS = {"RUNNER": "django_workflows.runners.django_q.Runner"}
+DJANGO_WORKFLOWS = {"RUNNER": "django_workflows.runners.django_q.Runner",
+                    # bench/deadlines.py measures an idle cluster without them too
+                    "SWEEP_IN_WORKERS": os.environ.get("DWF_BENCH_SWEEP", "1") == "1"}

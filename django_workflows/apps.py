@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 
 
 class DjangoWorkflowsConfig(AppConfig):
@@ -13,3 +13,9 @@ class DjangoWorkflowsConfig(AppConfig):
         from . import checks, registry  # noqa: F401 - registers the system checks
 
         registry.autodiscover()
+        if apps.is_installed("django_q"):
+            from django_q.signals import post_spawn
+
+            from .sweeper import start_in_worker
+
+            post_spawn.connect(start_in_worker, dispatch_uid="django_workflows.sweeper")

@@ -15,6 +15,7 @@
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
 | W020 | a task's candidates name a group or a permission that does not exist |
+| W030 | no sweep ran lately while deadlines or queued attempts are overdue |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 """
 
@@ -33,7 +34,7 @@ from .conf import DEFAULTS, SETTING_NAME
 from .engine import Workflow
 
 # Settings that are switches; every other one but RUNNER and RETENTION_DAYS is a number.
-BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA"}
+BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA", "SWEEP_IN_WORKERS"}
 
 DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
 
@@ -246,3 +247,28 @@ def check_task_candidates(app_configs: Any = None, databases: Any = None,
                 hint="Make it (a data migration, or the admin), or correct the name; until "
                      "then nobody is that candidate.", id="django_workflows.W020"))
     return problems
+
+
+@register(Tags.database)
+def check_sweep(app_configs: Any = None, databases: Any = None, **kwargs: Any
+                ) -> list[Warning]:
+    """Work waits for a sweep and none ran lately (asked when the database is checked)."""
+    if not databases:
+        return []
+    from django.db import DatabaseError
+
+    from .services.sweep import sweep_health
+
+    try:
+        health = sweep_health()
+    except DatabaseError:
+        return []  # not migrated yet
+    if not health.stuck:
+        return []
+    since = f"since {health.swept_at:%Y-%m-%d %H:%M:%S} UTC" if health.swept_at else "yet"
+    return [Warning(
+        f"No sweep has run {since}, and {health.overdue} deadlines or queued attempts are "
+        "overdue: nothing times out, no retry delay ends and no lost work is recovered",
+        hint="Run `manage.py qcluster` (its workers sweep by themselves), or "
+             "`manage.py workflows_sweep --loop` where django-q2 is not used.",
+        id="django_workflows.W030")]

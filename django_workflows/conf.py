@@ -29,8 +29,11 @@ DEFAULTS: dict[str, Any] = {
     "PROGRESS_INTERVAL": 1.0,
     # How background work runs; None picks django-q2 when it is installed.
     "RUNNER": None,
-    # Seconds between two sweeps of due deadlines and expired heartbeats.
+    # Seconds between two looks for expired heartbeats and lost attempts (deadlines are
+    # fired as they fall due).
     "SWEEP_INTERVAL": 5.0,
+    # Every django-q2 worker runs a sweeper thread (one of them sweeps at a time).
+    "SWEEP_IN_WORKERS": True,
     # A queued attempt no worker claimed for this long is handed to the runner again.
     "REDISPATCH_AFTER": 120.0,
     # Idempotency keys are kept this long (seconds).

@@ -266,6 +266,26 @@ class Deadline(models.Model):
         return f"{self.kind} at {self.due_at:%Y-%m-%d %H:%M:%S}"
 
 
+class SweepLease(models.Model):
+    """Who sweeps, until when, and when a sweep last ran (one row, ``name="sweep"``).
+
+    The sweepers in django-q2's workers take turns through it: one holds the
+    lease and sweeps, the others wait to take over. ``swept_at`` is what the
+    admin's banner and the system check read.
+    """
+
+    name = models.CharField(max_length=40, primary_key=True)
+    holder = models.CharField(max_length=200, blank=True, default="")
+    held_until = models.DateTimeField(null=True, blank=True)
+    swept_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("sweep lease")
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.holder or 'nobody'}"
+
+
 class TaskStatus(models.TextChoices):
     OPEN = "open", _("Open")
     DONE = "done", _("Done")

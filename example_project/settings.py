@@ -146,8 +146,7 @@ if HAS_DJANGO_Q:
         "name": "example",
         **({"redis": os.environ.get("DWF_DEMO_REDIS_URL", "redis://127.0.0.1:6379/0")}
            if _redis else {"orm": "default"}),
-        # One worker is busy with the sweep's loop for most of each minute (the schedule
-        # installed by workflows_schedule); the others run operations.
+        # Each worker also runs a sweeper thread (one sweeps at a time); none is held by it.
         "workers": int(os.environ.get("DWF_DEMO_WORKERS", "4")),
         "timeout": 60,
         "retry": 120,

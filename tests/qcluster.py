@@ -1,4 +1,4 @@
-"""Real background processes for tests: a `manage.py qcluster` and a sweeper.
+"""Real background processes for tests: a `manage.py qcluster`, whose workers sweep.
 
 They run against the test database (committed data: use
 ``django_db(transaction=True)``), started in a process group of their own so a
@@ -110,7 +110,8 @@ class Process:
 @contextmanager
 def background(broker: str = "orm", *, workers: int = 2, sweeper: bool = True,
                **env: str) -> Iterator[Process]:
-    """A running qcluster (and a sweeper looping every 0.2 s) until the block ends."""
+    """A running qcluster until the block ends; its workers sweep (``SWEEP_INTERVAL`` 0.2 s)
+    unless ``sweeper`` is false."""
     if broker == "redis":
         import redis
 
@@ -118,18 +119,13 @@ def background(broker: str = "orm", *, workers: int = 2, sweeper: bool = True,
         redis.Redis(host="127.0.0.1", port=6379,
                     db=int(env.get("DWF_REDIS_DB", "5"))).delete(redis_queue_key())
     cluster = Process(f"qcluster-{broker}", ["qcluster"],
-                      child_env(broker, DWF_Q_WORKERS=str(workers), **env))
-    processes = [cluster]
+                      child_env(broker, DWF_Q_WORKERS=str(workers),
+                                DWF_SWEEP_IN_WORKERS="1" if sweeper else "0", **env))
     try:
         wait_for(lambda: "running" in cluster.log() or cluster.popen.poll() is not None,
                  timeout=30, message="the cluster to start")
         if cluster.popen.poll() is not None:
             raise AssertionError(f"qcluster exited:\n{cluster.log()}")
-        if sweeper:
-            processes.append(Process("sweeper", ["workflows_sweep", "--loop", "--interval",
-                                                 "0.2", "--verbosity", "0"],
-                                     child_env(broker, **env)))
         yield cluster
     finally:
-        for process in processes:
-            process.stop()
+        cluster.stop()

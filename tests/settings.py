@@ -166,6 +166,7 @@ DJANGO_WORKFLOWS = {
     "HEARTBEAT_TIMEOUT": float(os.environ.get("DWF_HEARTBEAT_TIMEOUT", "60")),
     "SWEEP_INTERVAL": float(os.environ.get("DWF_SWEEP_INTERVAL", "5")),
     "REDISPATCH_AFTER": float(os.environ.get("DWF_REDISPATCH_AFTER", "120")),
+    "SWEEP_IN_WORKERS": os.environ.get("DWF_SWEEP_IN_WORKERS", "1") == "1",
 }
 
 # Threads and subprocesses in tests open connections on purpose.

@@ -41,6 +41,7 @@ from .forms import (
 )
 from .pages import change_url, definitions_context, instance_context, live_payload
 from .request_limits import csrf_protect_within_limits, post_limit_problem
+from .sweep_banner import SweepBanner
 
 
 def _bulk_action(name: str, label: str) -> Any:
@@ -60,7 +61,7 @@ def _bulk_action(name: str, label: str) -> Any:
 
 
 @admin.register(WorkflowInstance)
-class WorkflowInstanceAdmin(admin.ModelAdmin):
+class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
     list_display = ("short_id", "reference", "workflow_title", "status_badge",
                     "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)

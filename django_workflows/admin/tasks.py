@@ -26,6 +26,7 @@ from ..queries import form_of
 from ..services.access import acting_on_tasks, visible_tasks
 from .changelist import EstimatedCountPaginator
 from .pages import change_url
+from .sweep_banner import SweepBanner
 from .task_forms import form_for, input_from
 
 
@@ -58,7 +59,7 @@ class ScopeFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowTask)
-class WorkflowTaskAdmin(admin.ModelAdmin):
+class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
     list_display = ("task_title", "workflow_title", "instance_link", "step", "due",
                     "claimed_by", "status")
     list_display_links = ("task_title",)

@@ -1,6 +1,11 @@
 """The sweep: fire due deadlines, interrupt attempts whose heartbeat expired, and
 hand out again attempts that no worker claimed. Idempotent: any number of
 sweeps may run at once, on any number of machines.
+
+Who sweeps is decided by a lease (one ``SweepLease`` row): the sweepers in
+django-q2's workers (``django_workflows.sweeper``) take turns through it, and
+its ``swept_at`` says when a sweep last ran, for the admin's banner and the
+system check.
 """
 
 from __future__ import annotations
@@ -8,10 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.db.models import Q
+
 from .. import clock
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, Deadline
+from ..models import Attempt, AttemptStatus, Deadline, SweepLease
 from .attempts import fire_deadline, interrupt_attempt
+
+LEASE = "sweep"
 
 
 @dataclass
@@ -20,22 +29,43 @@ class SweepReport:
     interrupted: int = 0
     redispatched: int = 0
 
+    def __bool__(self) -> bool:
+        return bool(self.fired or self.interrupted or self.redispatched)
+
     def __str__(self) -> str:
         return (f"{self.fired} deadlines fired, {self.interrupted} attempts interrupted, "
                 f"{self.redispatched} attempts handed out again")
 
 
 def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
+    """One whole sweep: deadlines, silent workers, lost attempts; recorded as run."""
     now = now or clock.now_datetime()
-    report = SweepReport()
-    # One query for each kind of due row; each row is then handled in its own transaction.
+    report = SweepReport(fired=fire_due_deadlines(now, limit))
+    report.interrupted = interrupt_silent_attempts(now, limit)
+    report.redispatched = redispatch_lost_attempts(now, limit)
+    SweepLease.objects.filter(name=LEASE).update(swept_at=now)
+    return report
+
+
+def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
+    """Fire what is due, oldest first; each in its own unit of work."""
     due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
-    for deadline in list(due[:limit]):
-        report.fired += fire_deadline(deadline)
+    return sum(fire_deadline(deadline) for deadline in list(due[:limit]))
+
+
+def next_deadline_at() -> datetime | None:
+    """When the next deadline falls due (one read of the ``due_at`` index)."""
+    return Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first()
+
+
+def interrupt_silent_attempts(now: datetime, limit: int = 500) -> int:
     expired = now - timedelta(seconds=workflow_settings.HEARTBEAT_TIMEOUT)
     silent = Attempt.objects.filter(status=AttemptStatus.RUNNING, heartbeat_at__lt=expired)
-    for token, instance_id in list(silent.values_list("token", "instance_id")[:limit]):
-        report.interrupted += interrupt_attempt(token, instance_id=instance_id)
+    return sum(interrupt_attempt(token, instance_id=instance_id) for token, instance_id
+               in list(silent.values_list("token", "instance_id")[:limit]))
+
+
+def redispatch_lost_attempts(now: datetime, limit: int = 500) -> int:
     lost_before = now - timedelta(seconds=workflow_settings.REDISPATCH_AFTER)
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)
     tokens = list(lost.values_list("token", flat=True)[:limit])
@@ -45,5 +75,62 @@ def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
         Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
             enqueued_at=now)
         get_runner().enqueue(tokens)
-        report.redispatched = len(tokens)
-    return report
+    return len(tokens)
+
+
+# -- the lease ---------------------------------------------------------------------------
+
+
+def hold_lease(holder: str, now: datetime, ttl: float) -> bool:
+    """Take the lease (free or expired) or renew our own for ``ttl`` seconds.
+
+    Holding it is sweeping, so it also records that a sweep ran at ``now``.
+    One ``UPDATE``: whoever's matches the row holds it. The row is made again
+    when it is missing (a test database's flush).
+    """
+    free = Q(holder=holder) | Q(held_until__isnull=True) | Q(held_until__lt=now)
+
+    def take() -> bool:
+        return bool(SweepLease.objects.filter(free, name=LEASE).update(
+            holder=holder, held_until=now + timedelta(seconds=ttl), swept_at=now))
+
+    if take():
+        return True
+    if SweepLease.objects.filter(name=LEASE).exists():
+        return False
+    SweepLease.objects.bulk_create([SweepLease(name=LEASE)], ignore_conflicts=True)
+    return take()
+
+
+def release_lease(holder: str) -> None:
+    """Let another sweeper take over at once (a worker that exits cleanly)."""
+    SweepLease.objects.filter(name=LEASE, holder=holder).update(held_until=None)
+
+
+@dataclass
+class SweepHealth:
+    swept_at: datetime | None  # when a sweep last ran (None: never)
+    overdue: int  # deadlines and unclaimed attempts waiting well past their time (capped)
+
+    @property
+    def stuck(self) -> bool:
+        """No sweep lately while work waits for one: what the banner and W030 say."""
+        return self.overdue > 0
+
+
+def grace() -> timedelta:
+    """How late a sweep may be before the site says so: a few intervals."""
+    return timedelta(seconds=3 * float(workflow_settings.SWEEP_INTERVAL))
+
+
+def sweep_health(now: datetime | None = None, cap: int = 100) -> SweepHealth:
+    """Whether sweeps run; the overdue work is only counted (up to ``cap``) when not."""
+    now = now or clock.now_datetime()
+    swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
+    if swept_at is not None and swept_at >= now - grace():
+        return SweepHealth(swept_at, 0)
+    late = now - grace()
+    deadlines = len(Deadline.objects.filter(due_at__lt=late).values_list("pk", flat=True)[:cap])
+    unclaimed = len(Attempt.objects.filter(
+        status=AttemptStatus.QUEUED, enqueued_at__lt=late).values_list("pk", flat=True)[:cap])
+    return SweepHealth(swept_at, min(cap, deadlines + unclaimed))

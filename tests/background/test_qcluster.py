@@ -1,7 +1,7 @@
 """Background work on a real django-q2 cluster, with the ORM broker and with Redis.
 
-Every test drives real processes: a ``manage.py qcluster`` (two workers) and a
-``workflows_sweep --loop`` sweeper (tests/qcluster.py), against the test database
+Every test drives real processes: a ``manage.py qcluster`` (two workers, which sweep
+by themselves; tests/qcluster.py), against the test database
 on PostgreSQL or MariaDB/MySQL, which they share with real row locks. The children
 write a heartbeat every 0.5 s and count an attempt as interrupted after 3 s without
 one. Operations talk back through ``Note`` rows (tests/testapp/background.py); the
@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from io import StringIO
 from typing import Any
 
@@ -25,82 +24,15 @@ import pytest
 from django.core.management import call_command
 
 from django_workflows import services
-from django_workflows.conf import DJANGO_Q_RUNNER
 from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
-from tests.qcluster import Process, background, queue_name, redis_queue_key, wait_for
+from tests.background.conftest import REDIS
+from tests.qcluster import redis_queue_key, wait_for
 from tests.testapp.models import Note
 
 pytestmark = [pytest.mark.real_locks, pytest.mark.needs_q2,
               pytest.mark.django_db(transaction=True)]
-
-BROKERS = ["orm", "redis"]
-REDIS = {"host": "127.0.0.1", "port": 6379, "db": 5}
-UNSETTLED = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)
-
-
-class Clusters:
-    """The cluster (and sweeper) the tests share; started again only when needed."""
-
-    def __init__(self) -> None:
-        self._stack: ExitStack | None = None
-        self._key: tuple[str, tuple[tuple[str, str], ...]] | None = None
-        self.current: Process | None = None
-
-    def get(self, broker: str, **env: str) -> Process:
-        key = (broker, tuple(sorted(env.items())))
-        alive = self.current is not None and self.current.popen.poll() is None
-        if not (alive and key == self._key):
-            self.start(broker, **env)
-        assert self.current is not None
-        return self.current
-
-    def start(self, broker: str, **env: str) -> Process:
-        self.stop()
-        self._stack = ExitStack()
-        self.current = self._stack.enter_context(background(broker, **env))
-        self._key = (broker, tuple(sorted(env.items())))
-        return self.current
-
-    def stop(self) -> None:
-        if self._stack is not None:
-            self._stack.close()
-        self._stack, self._key, self.current = None, None, None
-
-
-@pytest.fixture(scope="module", params=BROKERS)
-def broker(request: pytest.FixtureRequest) -> str:
-    return request.param
-
-
-@pytest.fixture(scope="module")
-def clusters(django_db_setup: None) -> Iterator[Clusters]:
-    holder = Clusters()
-    yield holder
-    holder.stop()
-
-
-@pytest.fixture
-def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Work this test process creates goes to the cluster, through ``broker``."""
-    from django_q.conf import Conf
-
-    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": DJANGO_Q_RUNNER}
-    monkeypatch.setattr(Conf, "CLUSTER_NAME", queue_name())
-    if broker == "redis":
-        monkeypatch.setattr(Conf, "ORM", None)
-        monkeypatch.setattr(Conf, "REDIS", REDIS)
-    return broker
-
-
-@pytest.fixture
-def cluster(enqueue_to: str, clusters: Clusters, transactional_db: None) -> Iterator[Process]:
-    """The shared cluster of this broker; at the end, every attempt has settled."""
-    yield clusters.get(enqueue_to)
-    wait_for(lambda: not Attempt.objects.filter(status__in=UNSETTLED).exists(), timeout=30,
-             message="every attempt to settle")
-
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -344,19 +276,20 @@ def flush(broker: str) -> None:
         OrmQ.objects.all().delete()
 
 
-# -- the schedule -----------------------------------------------------------------------------
+# -- the schedule of earlier versions --------------------------------------------------------
 
 
-def test_workflows_schedule_installs_one_django_q_schedule_idempotently():
+def test_workflows_schedule_removes_the_schedule_earlier_versions_installed():
     from django_q.models import Schedule
 
+    Schedule.objects.create(name="django-workflows sweep",
+                            func="django_workflows.tasks.sweep_loop",
+                            schedule_type=Schedule.MINUTES, minutes=1, repeats=-1)
     first, second = StringIO(), StringIO()
     call_command("workflows_schedule", stdout=first)
-    Schedule.objects.update(minutes=30)  # someone changed it: installing again repairs it
     call_command("workflows_schedule", stdout=second)
 
-    schedule = Schedule.objects.get()
-    assert (schedule.name, schedule.func, schedule.schedule_type, schedule.minutes,
-            schedule.repeats) == ("django-workflows sweep", "django_workflows.tasks.sweep_loop",
-                                  Schedule.MINUTES, 1, -1)
-    assert "Installed" in first.getvalue() and "Updated" in second.getvalue()
+    assert not Schedule.objects.exists()
+    assert "Removed" in first.getvalue() and "No schedule to remove" in second.getvalue()
+    assert "sweep by themselves" in second.getvalue()
+

@@ -1,0 +1,81 @@
+"""The real clusters the background tests share (tests/qcluster.py): one per broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+
+from django_workflows.conf import DJANGO_Q_RUNNER
+from django_workflows.models import Attempt, AttemptStatus
+from tests.qcluster import Process, background, queue_name, wait_for
+
+BROKERS = ["orm", "redis"]
+REDIS = {"host": "127.0.0.1", "port": 6379, "db": 5}
+UNSETTLED = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)
+
+
+class Clusters:
+    """The cluster the tests share; started again only when needed."""
+
+    def __init__(self) -> None:
+        self._stack: ExitStack | None = None
+        self._key: tuple[str, tuple[tuple[str, str], ...]] | None = None
+        self.current: Process | None = None
+
+    def get(self, broker: str, **env: str) -> Process:
+        key = (broker, tuple(sorted(env.items())))
+        alive = self.current is not None and self.current.popen.poll() is None
+        if not (alive and key == self._key):
+            self.start(broker, **env)
+        assert self.current is not None
+        return self.current
+
+    def start(self, broker: str, **env: str) -> Process:
+        self.stop()
+        self._stack = ExitStack()
+        self.current = self._stack.enter_context(background(broker, **env))
+        self._key = (broker, tuple(sorted(env.items())))
+        return self.current
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+        self._stack, self._key, self.current = None, None, None
+
+
+@pytest.fixture(scope="module", params=BROKERS)
+def broker(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def clusters(django_db_setup: None) -> Iterator[Clusters]:
+    holder = Clusters()
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Work this test process creates goes to the cluster, through ``broker``."""
+    from django_q.conf import Conf
+
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": DJANGO_Q_RUNNER}
+    monkeypatch.setattr(Conf, "CLUSTER_NAME", queue_name())
+    if broker == "redis":
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", REDIS)
+    return broker
+
+
+@pytest.fixture
+def cluster(enqueue_to: str, clusters: Clusters, transactional_db: None) -> Iterator[Process]:
+    """The shared cluster of this broker; at the end, every attempt has settled."""
+    yield clusters.get(enqueue_to)
+    wait_for(lambda: not Attempt.objects.filter(status__in=UNSETTLED).exists(), timeout=30,
+             message="every attempt to settle")
+
+
