@@ -24,8 +24,10 @@ def error_response(description: str) -> OpenApiResponse:
 
 
 NOT_ALLOWED = {
-    401: error_response("Not authenticated."),
-    403: error_response("Authenticated, but not allowed to do this."),
+    401: error_response("Not authenticated, or wrong credentials; `WWW-Authenticate` names the "
+                        "challenge (where an authentication class has one: HTTP Basic)."),
+    403: error_response("Authenticated, but not allowed to do this; or not authenticated where "
+                        "no authentication class has a challenge (session only)."),
 }
 UNKNOWN_INSTANCE = error_response("No such instance, or one you may not see.")
 ACTION_RESPONSES = {

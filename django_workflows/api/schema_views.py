@@ -15,20 +15,17 @@ from django.http import HttpRequest, HttpResponse
 from drf_spectacular.settings import spectacular_settings
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
-from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from ..conf import workflow_settings
-from .errors import exception_handler
+from .errors import JSONErrors
 
 
 def schema_is_public() -> bool:
     return bool(workflow_settings.PUBLIC_SCHEMA)
 
 
-class SchemaView(SpectacularAPIView):
+class SchemaView(JSONErrors, SpectacularAPIView):
     """The OpenAPI 3 schema (YAML, or JSON with ``?format=json``); errors as the API's JSON."""
 
     def get_authenticators(self) -> list[Any]:
@@ -44,17 +41,6 @@ class SchemaView(SpectacularAPIView):
         if not schema_is_public():
             permissions.append(IsAuthenticated())
         return permissions
-
-    def get_exception_handler(self) -> Any:
-        return exception_handler
-
-    def finalize_response(self, request: Request, response: Any, *args: Any,
-                          **kwargs: Any) -> Any:
-        if isinstance(response, Response) and response.status_code >= 400:
-            # An error is JSON, whatever format the schema itself was asked in.
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
 
 
 def swagger_ui_view(**initkwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from .. import engine, registry, services
 from ..models import WorkflowEvent, WorkflowInstance
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
-from .errors import exception_handler
+from .errors import JSONErrors
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
 from .permissions import InstanceAccess, listed, visible_instances
@@ -53,7 +53,7 @@ UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 # -- the views --------------------------------------------------------------------------
 
 
-class WorkflowsAPIView:
+class WorkflowsAPIView(JSONErrors):
     """What every endpoint shares: JSON only, the error mapping, authenticated users.
 
     Authentication and throttle classes come from the project's REST_FRAMEWORK
@@ -65,9 +65,6 @@ class WorkflowsAPIView:
     permission_classes = [IsAuthenticated]
     throttle_scope = "workflows"
     schema = AutoSchema()
-
-    def get_exception_handler(self) -> Any:
-        return exception_handler
 
     def get_authenticators(self) -> list[Any]:
         return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
