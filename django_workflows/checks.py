@@ -16,6 +16,7 @@
 | W002 | django-q2 workers would open a new database connection for every task |
 | W020 | a task's candidates name a group or a permission that does not exist |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
+| W040 | DRF's ``DEFAULT_SCHEMA_CLASS`` is not drf-spectacular's (``api/checks.py``) |
 """
 
 from __future__ import annotations

@@ -13,12 +13,15 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.settings import spectacular_settings
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SCHEMA_KWARGS, SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from ..conf import workflow_settings
 from .errors import JSONErrors
+from .schema import WorkflowsSchema, described
 
 
 def schema_is_public() -> bool:
@@ -27,6 +30,12 @@ def schema_is_public() -> bool:
 
 class SchemaView(JSONErrors, SpectacularAPIView):
     """The OpenAPI 3 schema (YAML, or JSON with ``?format=json``); errors as the API's JSON."""
+
+    schema = WorkflowsSchema()
+
+    @described(**SCHEMA_KWARGS)  # as drf-spectacular describes it, on the class it needs
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
     def get_authenticators(self) -> list[Any]:
         # Read per request, as the API's views do (override_settings, a project's own).
@@ -49,7 +58,9 @@ def swagger_ui_view(**initkwargs: Any) -> Any:
     It is an HTML page for people, so it asks them to sign in (``LOGIN_URL``) rather
     than answering an error, unless ``PUBLIC_SCHEMA`` is on.
     """
-    view = SpectacularSwaggerView.as_view(**initkwargs)
+    # A page, not an endpoint: out of the schema (drf-spectacular's generator would refuse its
+    # schema where DEFAULT_SCHEMA_CLASS is DRF's own).
+    view = SpectacularSwaggerView.as_view(**{"schema": None, **initkwargs})
 
     @wraps(view)
     def swagger_ui(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

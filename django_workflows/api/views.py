@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
-    extend_schema,
     extend_schema_view,
 )
 from rest_framework import exceptions, status, viewsets
@@ -35,6 +33,8 @@ from .schema import (
     IF_MATCH,
     NOT_ALLOWED,
     UNKNOWN_INSTANCE,
+    WorkflowsSchema,
+    described,
     error_response,
 )
 from .serializers import (
@@ -64,7 +64,7 @@ class WorkflowsAPIView(JSONErrors):
     parser_classes = [JSONBodyParser]
     permission_classes = [IsAuthenticated]
     throttle_scope = "workflows"
-    schema = AutoSchema()
+    schema = WorkflowsSchema()
 
     def get_authenticators(self) -> list[Any]:
         return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
@@ -81,9 +81,9 @@ class WorkflowsAPIView(JSONErrors):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Workflow definitions", responses={
+    list=described(summary="Workflow definitions", responses={
         200: WorkflowSerializer(many=True), **NOT_ALLOWED}),
-    retrieve=extend_schema(summary="One workflow definition, with its graph", parameters=[
+    retrieve=described(summary="One workflow definition, with its graph", parameters=[
         OpenApiParameter("id", str, OpenApiParameter.PATH, description="The workflow's id.")],
         responses={200: WorkflowDetailSerializer, **NOT_ALLOWED,
                    404: error_response("No workflow with that id.")}),
@@ -106,12 +106,12 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Instances you may see", responses={
+    list=described(summary="Instances you may see", responses={
         200: InstanceSerializer(many=True), 400: error_response("A bad filter value."),
         **NOT_ALLOWED, 404: error_response("No such page.")}),
-    retrieve=extend_schema(summary="One instance", parameters=[ETAG], responses={
+    retrieve=described(summary="One instance", parameters=[ETAG], responses={
         200: InstanceSerializer, **NOT_ALLOWED, 404: UNKNOWN_INSTANCE}),
-    create=extend_schema(
+    create=described(
         summary="Create an instance (and start it)", request=CreateInstanceSerializer,
         parameters=[IDEMPOTENCY_KEY, ETAG], responses={
             201: OpenApiResponse(InstanceSerializer, description="Created."),
@@ -209,7 +209,7 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             **taken.validated_data)
         return self.answer(moved)
 
-    @extend_schema(operation_id="instances_update_state", summary="Replace the state",
+    @described(operation_id="instances_update_state", summary="Replace the state",
                    request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
                        200: OpenApiResponse(InstanceSerializer, description="The instance."),
                        400: error_response("Bad input, or a state that breaks the definition's "
@@ -228,7 +228,7 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
                                       expected_revision=expected_revision(request))
         return self.answer(moved)
 
-    @extend_schema(summary="The event log, oldest first", responses={
+    @described(summary="The event log, oldest first", responses={
         200: EventSerializer(many=True), **NOT_ALLOWED, 404: UNKNOWN_INSTANCE})
     @action(detail=True, methods=["get"], filter_backends=[])
     def events(self, request: Request, pk: str | None = None) -> Response:
@@ -246,12 +246,12 @@ def _action_for(declared: type[engine.PersonCommand]) -> Any:
     run.__name__ = declared.name
     run.__doc__ = declared.summary
     body = command_body(declared)
-    described = extend_schema(operation_id=f"instances_{declared.name}",
+    describe = described(operation_id=f"instances_{declared.name}",
                               summary=declared.summary,
                               request=body if body().fields else None,
                               parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
                               responses=ACTION_RESPONSES)
-    return described(action(detail=True, methods=["post"], url_path=declared.name)(run))
+    return describe(action(detail=True, methods=["post"], url_path=declared.name)(run))
 
 
 for _name, _declared in engine.ACTIONS.items():
