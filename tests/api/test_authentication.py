@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 
 SESSION = "rest_framework.authentication.SessionAuthentication"
 BASIC = "rest_framework.authentication.BasicAuthentication"
-ENDPOINTS = ["/api/workflows/", "/api/instances/", "/api/tasks/", "/api/schema/"]
+ENDPOINTS = ["/api/", "/api/workflows/", "/api/instances/", "/api/tasks/", "/api/schema/"]
 
 
 @pytest.fixture

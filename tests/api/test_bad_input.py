@@ -216,7 +216,6 @@ def test_a_body_larger_than_django_allows_answers_413_as_json(api):
     "/api/instances/not-a-uuid/next/",
     "/api/instances/12345/events/",
     "/api/nothing-here/",
-    "/api/",
 ])
 def test_an_unknown_url_under_the_api_answers_a_json_404(api, path):
     assert error(api.get(path), 404)["code"] == "not_found"

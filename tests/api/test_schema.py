@@ -15,6 +15,7 @@ from tests.factories import UserFactory
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 
 CONTRACT_PATHS = {
+    "/api/": {"get"},
     "/api/workflows/": {"get"},
     "/api/workflows/{id}/": {"get"},
     "/api/instances/": {"get", "post"},
@@ -173,3 +174,10 @@ def test_every_operation_documents_401_with_its_challenge_and_403(schema):
         responses = operation["responses"]
         assert {"401", "403"} <= set(responses), (method, path)
         assert responses["401"]["headers"]["WWW-Authenticate"]["required"], (method, path)
+
+
+def test_the_root_documents_its_links(schema):
+    ok = schema["paths"]["/api/"]["get"]["responses"]["200"]["content"]["application/json"]
+    root = schema["components"]["schemas"][ok["schema"]["$ref"].rsplit("/", 1)[1]]
+
+    assert set(root["required"]) == {"workflows", "instances", "tasks", "schema"}
