@@ -18,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -166,10 +166,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 class JSONErrors:
     """What every view of the API does with errors (the schema's view too).
 
-    Each is answered by :func:`exception_handler` and rendered as JSON, whatever the
-    request's ``Accept`` named. An anonymous request answers 401 with ``WWW-Authenticate``
-    when any of the authentication classes names a challenge (HTTP Basic does), 403
-    otherwise.
+    Each is answered by :func:`exception_handler` and rendered as JSON, whatever else
+    the request's ``Accept`` named, except for DRF's browsable API: a page for people,
+    it shows the same JSON (and a 405's page has the form that sends the command). An
+    anonymous request answers 401 with ``WWW-Authenticate`` when any of the
+    authentication classes names a challenge (HTTP Basic does), 403 otherwise.
     """
 
     def get_exception_handler(self) -> Any:
@@ -185,7 +186,8 @@ class JSONErrors:
 
     def finalize_response(self, request: Request, response: Any, *args: Any,
                           **kwargs: Any) -> Any:
-        if isinstance(response, Response) and response.status_code >= 400:
+        if isinstance(response, Response) and response.status_code >= 400 and not isinstance(
+                getattr(request, "accepted_renderer", None), BrowsableAPIRenderer):
             request.accepted_renderer = JSONRenderer()
             request.accepted_media_type = JSONRenderer.media_type
         return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]

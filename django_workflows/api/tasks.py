@@ -129,6 +129,12 @@ class TaskViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             return acting_on_tasks(user)  # the inbox: overdue first, then the soonest due
         return visible_tasks(user).order_by(*WorkflowTask.INBOX_ORDER)
 
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        # What the browsable API's form for a command sends.
+        if self.action in engine.TASK_COMMANDS:
+            return command_body(engine.TASK_COMMANDS[self.action], given=("task",))
+        return TaskSerializer
+
     def filter_queryset(self, queryset: Any) -> Any:
         from django_filters.rest_framework import DjangoFilterBackend
 

@@ -10,10 +10,10 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema_view,
 )
-from rest_framework import exceptions, status, viewsets
+from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -54,17 +54,23 @@ UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 
 
 class WorkflowsAPIView(JSONErrors):
-    """What every endpoint shares: JSON only, the error mapping, authenticated users.
+    """What every endpoint shares: JSON by default, JSON errors, authenticated users.
 
-    Authentication and throttle classes come from the project's REST_FRAMEWORK
-    settings (read per request); the throttle scope is ``"workflows"``.
+    Authentication, throttle and renderer classes come from the project's
+    REST_FRAMEWORK settings (read per request); the throttle scope is ``"workflows"``.
     """
 
-    renderer_classes = [JSONRenderer]
     parser_classes = [JSONBodyParser]
     permission_classes = [IsAuthenticated]
     throttle_scope = "workflows"
     schema = WorkflowsSchema()
+
+    @property
+    def renderer_classes(self) -> list[type[BaseRenderer]]:
+        # JSON first, the answer to */* (and errors are JSON whatever is chosen); then the
+        # project's others: DRF's browsable API, unless DEFAULT_RENDERER_CLASSES leaves it out.
+        return [JSONRenderer, *(renderer for renderer in api_settings.DEFAULT_RENDERER_CLASSES
+                                if renderer.media_type != JSONRenderer.media_type)]
 
     def get_authenticators(self) -> list[Any]:
         return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
@@ -144,6 +150,16 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return WorkflowInstance.objects.none()
         return visible_instances(self.request.user)
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        # What the browsable API's form for an action sends; every answer is an instance.
+        if self.action == "create":
+            return CreateInstanceSerializer
+        if self.action == "state":
+            return StateSerializer
+        if self.action in engine.ACTIONS:
+            return command_body(engine.ACTIONS[self.action])
+        return InstanceSerializer
 
     def filter_queryset(self, queryset: Any) -> Any:
         # Filters and ordering shape the list only; a detail URL names one instance.

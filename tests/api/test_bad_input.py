@@ -245,10 +245,6 @@ def test_a_method_an_endpoint_does_not_have_answers_405(api, make_instance):
     assert error(api.delete(url(make_instance())), 405)["code"] == "method_not_allowed"
 
 
-def test_a_client_that_accepts_only_html_gets_a_json_406(api):
-    assert error(api.get("/api/instances/", HTTP_ACCEPT="text/html"), 406)
-
-
 # -- query parameters --------------------------------------------------------------------
 
 
