@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
@@ -24,7 +25,15 @@ from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
 from .errors import JSONErrors
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
-from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
+from .parsing import (
+    JSONBodyParser,
+    MergePatchParser,
+    etag,
+    expected_revision,
+    idempotency_key,
+    is_merge_patch,
+    merge_patch,
+)
 from .permissions import InstanceAccess, listed, visible_instances
 from .schema import (
     ACTION_RESPONSES,
@@ -41,6 +50,7 @@ from .serializers import (
     CreateInstanceSerializer,
     EventSerializer,
     InstanceSerializer,
+    StatePatchSerializer,
     StateSerializer,
     WorkflowDetailSerializer,
     WorkflowSerializer,
@@ -225,8 +235,15 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             **taken.validated_data)
         return self.answer(moved)
 
-    @described(operation_id="instances_update_state", summary="Replace the state",
-                   request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
+    @described(operation_id="instances_update_state",
+               summary="Replace the state, or merge into it (JSON Merge Patch)",
+               description="`application/json`: `state` replaces the whole state. "
+                           "`application/merge-patch+json` (RFC 7396): `state` is merged into "
+                           "it, under the row lock: a key set to null is removed, an object is "
+                           "merged key by key, any other value replaces the old one.",
+               request={"application/json": StateSerializer,
+                        MergePatchParser.media_type: StatePatchSerializer},
+               parameters=[IF_MATCH, ETAG], responses={
                        200: OpenApiResponse(InstanceSerializer, description="The instance."),
                        400: error_response("Bad input, or a state that breaks the definition's "
                                    "schema (`invalid_state`; `fields` names each field)."),
@@ -234,13 +251,20 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
                        409: error_response("Refused by a rule (e.g. `cancelled`), or `busy`."),
                        412: ACTION_RESPONSES[412],
                        413: error_response("The state (or the body) is larger than the limit.")})
-    @action(detail=True, methods=["patch"], url_path="state")
+    @action(detail=True, methods=["patch"], url_path="state",
+            parser_classes=[JSONBodyParser, MergePatchParser])
     def state(self, request: Request, pk: str | None = None) -> Response:
         instance = self.get_object()
-        serializer = StateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        moved = services.update_state(instance, serializer.validated_data["state"],
-                                      user=request.user,
+        if is_merge_patch(request):
+            patch = StatePatchSerializer(data=request.data)
+            patch.is_valid(raise_exception=True)
+            # Merged into the state as it is under the row lock: no concurrent change is lost.
+            value: Any = partial(merge_patch, patch=patch.validated_data.get("state", {}))
+        else:
+            serializer = StateSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            value = serializer.validated_data["state"]
+        moved = services.update_state(instance, value, user=request.user,
                                       expected_revision=expected_revision(request))
         return self.answer(moved)
 

@@ -35,6 +35,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db(transaction=True),
 EXAMPLES = int(os.environ.get("DWF_FUZZ_EXAMPLES", "20")) * 10
 
 MEDIA_TYPES = ["application/json", "APPLICATION/JSON", "application/json-patch+json",
+               "application/merge-patch+json", "Application/Merge-Patch+JSON",
                "text/plain", "application/x-www-form-urlencoded",
                "multipart/form-data; boundary=xyz", "*/*", "application/*", ""]
 CHARSETS = [None, "utf-8", "UTF-8", '"utf-8"', "Utf-8", "utf8", "utf-7", "UTF-7", "latin-1",
