@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from django_workflows import Step, Transition, Workflow, registry
 from django_workflows.api.parsing import merge_patch
 from django_workflows.models import WorkflowInstance
 from tests.api.conftest import url
@@ -28,6 +29,19 @@ def patch(client, instance, body, content_type: str = MERGE, **headers):
 
 def stored_state(instance) -> dict:
     return WorkflowInstance.objects.get(pk=instance.pk).state
+
+
+@pytest.fixture
+def signup():
+    """The quickstart's first two steps: its validate reads ``state["email"]``."""
+    def check_email(ctx):
+        return None if "@" in ctx.state["email"] else "email: Enter an email address"
+
+    registry.register(Workflow(id="api-signup", initial={"email": "", "plan": None},
+                               steps=[Step("account", validate=check_email), Step("plan")],
+                               transitions=[Transition("account", "plan")]))
+    yield "api-signup"
+    registry.unregister("api-signup")
 
 
 # RFC 7396, Appendix A: target, patch, result.
@@ -216,3 +230,29 @@ def test_the_schema_documents_both_bodies_of_the_state_update(api):
         "paths"]["/api/instances/{id}/state/"]["patch"]
 
     assert set(operation["requestBody"]["content"]) == {"application/json", MERGE}
+
+
+def test_the_quickstart_s_email_survives_a_merge_patch_of_the_plan_and_next_moves_on(
+        api, make_instance, signup):
+    instance = make_instance(workflow=signup, started=True,
+                             state={"email": "ann@example.com", "plan": None})
+
+    patch(api, instance, {"state": {"plan": "pro"}})
+    response = api.post(url(instance, "next"))
+
+    assert response.status_code == 200
+    assert response.json()["current_step"] == "plan"
+
+
+def test_replacing_the_quickstart_s_state_without_email_fails_next_saying_what_is_missing(
+        api, make_instance, signup):
+    instance = make_instance(workflow=signup, started=True,
+                             state={"email": "ann@example.com", "plan": None})
+
+    patch(api, instance, {"state": {"plan": "pro"}}, content_type="application/json")
+    api.post(url(instance, "next"))
+
+    failed = api.get(url(instance)).json()
+    assert failed["status"] == "failed"
+    assert failed["errors"] == ['The validate hook of step "account" read state["email"], '
+                                "which the state does not have"]
