@@ -122,6 +122,8 @@ class ErrorSerializer(serializers.Serializer):
     fields = serializers.DictField(
         child=serializers.ListField(child=serializers.CharField()), required=False,
         help_text="Input errors: each bad field's dotted name and its messages.")
+    id = serializers.UUIDField(required=False, help_text="`reference_taken`: the instance "
+                               "that has the reference.")
 
 
 # -- instances -----------------------------------------------------------------------

@@ -99,6 +99,8 @@ TASK_RESPONSES = {
     409: error_response("The task is closed (`task_closed`, `no_task`) or claimed by "
                         "someone else (`task_claimed`); or the instance was busy."),
     412: error_response("If-Match named a stale revision of the task's instance."),
+    413: error_response("The request body is too large."),
+    422: error_response("The Idempotency-Key was already used for a different request."),
 }
 
 

@@ -134,6 +134,8 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
             400: error_response("Bad input; a state that breaks the definition's schema "
                         "(`invalid_state`, `fields` names each field)."),
             **NOT_ALLOWED,
+            409: error_response("Another instance of the workflow has that `reference` "
+                                "(`reference_taken`; `id` names it)."),
             413: error_response("The state (or the body) is larger than the limit."),
             422: error_response("The Idempotency-Key was already used for a different request.")}),
 )
