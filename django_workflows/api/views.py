@@ -77,8 +77,8 @@ class WorkflowsAPIView(JSONErrors):
 
     @property
     def renderer_classes(self) -> list[type[BaseRenderer]]:
-        # JSON first, the answer to */* (and errors are JSON whatever is chosen); then the
-        # project's others: DRF's browsable API, unless DEFAULT_RENDERER_CLASSES leaves it out.
+        # JSON first, the answer to */*; then the project's others: DRF's browsable API,
+        # unless DEFAULT_RENDERER_CLASSES leaves it out. Errors: see JSONErrors.
         return [JSONRenderer, *(renderer for renderer in api_settings.DEFAULT_RENDERER_CLASSES
                                 if renderer.media_type != JSONRenderer.media_type)]
 
