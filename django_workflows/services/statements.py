@@ -97,7 +97,9 @@ class Statements:
         ``within``: seconds to wait for the lock, where the statement itself can say
         so (MariaDB); elsewhere the caller's ``bounded_wait`` bounds the wait.
         """
-        sql = (self.select_root if root else self.select) + self._wait(within)
+        wait = (f" WAIT {int(whole_seconds(within))}"
+                if within is not None and self.waits_in_statement else "")
+        sql = (self.select_root if root else self.select) + wait
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [self.pk_value(pk)])
             return self._row(cursor.fetchall())
@@ -110,13 +112,11 @@ class Statements:
         instance. ``within`` as for :meth:`locked`.
         """
         assert self.select_root_of is not None
+        wait = (f" WAIT {int(whole_seconds(within))}"
+                if within is not None and self.waits_in_statement else "")
         with self.connection.cursor() as cursor:
-            cursor.execute(self.select_root_of + self._wait(within), [self.pk_value(pk)])
+            cursor.execute(self.select_root_of + wait, [self.pk_value(pk)])
             return self._row(cursor.fetchall())
-
-    def _wait(self, within: float | None) -> str:
-        return f" WAIT {whole_seconds(within)}" if within is not None and (
-            self.waits_in_statement) else ""
 
     def locked_root_within(self, pk: Any, seconds: float) -> WorkflowInstance | None:
         """``locked(pk, root=True)``, waiting at most ``seconds`` for the lock, in one round trip.
