@@ -10,7 +10,11 @@ class DjangoWorkflowsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+
         from . import checks, registry  # noqa: F401 - registers the system checks
+
+        if apps.is_installed("rest_framework"):
+            from .api import checks as api_checks  # noqa: F401 - the API's check
 
         registry.autodiscover()
         if apps.is_installed("django_q"):

@@ -17,6 +17,7 @@
 | W020 | a task's candidates name a group or a permission that does not exist |
 | W030 | no sweep ran lately while deadlines or queued attempts are overdue |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
+| W040 | DRF's ``DEFAULT_SCHEMA_CLASS`` is not drf-spectacular's (``api/checks.py``) |
 """
 
 from __future__ import annotations

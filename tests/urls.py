@@ -10,4 +10,9 @@ urlpatterns = [
 ]
 
 if importlib.util.find_spec("rest_framework") is not None:  # the [api] extra
-    urlpatterns.append(path("api/", include("django_workflows.api.urls")))
+    from django_workflows.api.schema_views import swagger_ui_view
+
+    urlpatterns += [
+        path("api/docs/", swagger_ui_view(url_name="workflows-api:schema")),
+        path("api/", include("django_workflows.api.urls")),
+    ]

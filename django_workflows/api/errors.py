@@ -18,6 +18,8 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -159,6 +161,35 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         code = codes if isinstance(codes, str) else _default_code(response.status_code)
         response.data = {**response.data, "code": code}
     return response
+
+
+class JSONErrors:
+    """What every view of the API does with errors (the schema's view too).
+
+    Each is answered by :func:`exception_handler` and rendered as JSON, whatever else
+    the request's ``Accept`` named, the browsable API's HTML too (DESIGN.md section 4:
+    errors are JSON, never HTML; a browser shows the JSON as it is). An
+    anonymous request answers 401 with ``WWW-Authenticate`` when any of the
+    authentication classes names a challenge (HTTP Basic does), 403 otherwise.
+    """
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
+
+    def get_authenticate_header(self, request: Request) -> str | None:
+        # DRF asks only the first class, so Session before Basic would answer 403.
+        for authenticator in request.authenticators:
+            challenge = authenticator.authenticate_header(request)
+            if challenge:
+                return challenge
+        return None
+
+    def finalize_response(self, request: Request, response: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
 
 
 def _default_code(status_code: int) -> str:

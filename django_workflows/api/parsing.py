@@ -1,4 +1,4 @@
-"""Reading a request: strict JSON bodies, ``If-Match`` and ``Idempotency-Key``."""
+"""Reading a request: strict JSON bodies and merge patches, ``If-Match`` and ``Idempotency-Key``."""
 
 from __future__ import annotations
 
@@ -42,6 +42,35 @@ class JSONBodyParser(JSONParser):
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
         except ValueError as error:  # also UnicodeDecodeError
             raise exceptions.ParseError(f"JSON parse error - {error}") from None
+
+
+class MergePatchParser(JSONBodyParser):
+    """A JSON Merge Patch (RFC 7396), read as strictly as every JSON body."""
+
+    media_type = "application/merge-patch+json"
+
+
+def is_merge_patch(request: Request) -> bool:
+    """Whether the body was declared a merge patch (not only matched by ``*/*``)."""
+    media_type, _ = parse_header_parameters(request.content_type or "")
+    return media_type.lower() == MergePatchParser.media_type
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``patch`` applied to ``target`` as RFC 7396 says.
+
+    An object merges key by key, recursively; a key set to null is removed; any
+    other value (an array too) replaces what was there.
+    """
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
 
 
 def declared_charset(content_type: str) -> str | None:

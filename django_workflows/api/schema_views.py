@@ -13,23 +13,29 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.settings import spectacular_settings
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SCHEMA_KWARGS, SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from ..conf import workflow_settings
-from .errors import exception_handler
+from .errors import JSONErrors
+from .schema import WorkflowsSchema, described
 
 
 def schema_is_public() -> bool:
     return bool(workflow_settings.PUBLIC_SCHEMA)
 
 
-class SchemaView(SpectacularAPIView):
+class SchemaView(JSONErrors, SpectacularAPIView):
     """The OpenAPI 3 schema (YAML, or JSON with ``?format=json``); errors as the API's JSON."""
+
+    schema = WorkflowsSchema()
+
+    @described(**SCHEMA_KWARGS)  # as drf-spectacular describes it, on the class it needs
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
 
     def get_authenticators(self) -> list[Any]:
         # Read per request, as the API's views do (override_settings, a project's own).
@@ -45,17 +51,6 @@ class SchemaView(SpectacularAPIView):
             permissions.append(IsAuthenticated())
         return permissions
 
-    def get_exception_handler(self) -> Any:
-        return exception_handler
-
-    def finalize_response(self, request: Request, response: Any, *args: Any,
-                          **kwargs: Any) -> Any:
-        if isinstance(response, Response) and response.status_code >= 400:
-            # An error is JSON, whatever format the schema itself was asked in.
-            request.accepted_renderer = JSONRenderer()
-            request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)
-
 
 def swagger_ui_view(**initkwargs: Any) -> Any:
     """Swagger UI (drf-spectacular's view) that sends anonymous users to the login page.
@@ -63,7 +58,9 @@ def swagger_ui_view(**initkwargs: Any) -> Any:
     It is an HTML page for people, so it asks them to sign in (``LOGIN_URL``) rather
     than answering an error, unless ``PUBLIC_SCHEMA`` is on.
     """
-    view = SpectacularSwaggerView.as_view(**initkwargs)
+    # A page, not an endpoint: out of the schema (drf-spectacular's generator would refuse its
+    # schema where DEFAULT_SCHEMA_CLASS is DRF's own).
+    view = SpectacularSwaggerView.as_view(**{"schema": None, **initkwargs})
 
     @wraps(view)
     def swagger_ui(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:

@@ -106,6 +106,14 @@ class StateSerializer(serializers.Serializer):
     state = StateField(help_text="The new state: it replaces the old one.")
 
 
+class StatePatchSerializer(serializers.Serializer):
+    """A JSON Merge Patch (RFC 7396) of the body {"state": ...}: only what it names changes."""
+
+    state = StateField(required=False, help_text=(
+        "Merged into the state: a key set to null is removed, an object is merged key by "
+        "key, any other value replaces the old one; keys not named are kept."))
+
+
 class ErrorSerializer(serializers.Serializer):
     """Every error body: ``detail`` for people, ``code`` for programs."""
 

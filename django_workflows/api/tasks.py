@@ -12,7 +12,6 @@ import django_filters
 from django.db.models import QuerySet
 from drf_spectacular.utils import (
     OpenApiResponse,
-    extend_schema,
     extend_schema_view,
     inline_serializer,
 )
@@ -28,7 +27,14 @@ from ..services.access import acting_on_tasks, visible_tasks
 from ..services.idempotency import fingerprint_of
 from .filters import Pages
 from .parsing import etag, expected_revision, idempotency_key
-from .schema import ETAG, IDEMPOTENCY_KEY, IF_MATCH, NOT_ALLOWED, error_response
+from .schema import (
+    ETAG,
+    IDEMPOTENCY_KEY,
+    IF_MATCH,
+    NOT_ALLOWED,
+    described,
+    error_response,
+)
 from .serializers import InstanceSerializer, command_body
 from .views import UUID_PATTERN, WorkflowsAPIView
 
@@ -99,11 +105,11 @@ TASK_RESPONSES = {
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Tasks: by default the open ones you may act on, overdue first",
+    list=described(summary="Tasks: by default the open ones you may act on, overdue first",
                        responses={200: TaskSerializer(many=True),
                                   400: error_response("A bad filter value."),
                                   **NOT_ALLOWED, 404: error_response("No such page.")}),
-    retrieve=extend_schema(summary="One task", responses={
+    retrieve=described(summary="One task", responses={
         200: TaskSerializer, **NOT_ALLOWED, 404: error_response("No such task.")}),
 )
 class TaskViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
@@ -124,6 +130,12 @@ class TaskViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
                 params.get("status", "open") in ("", "open"):
             return acting_on_tasks(user)  # the inbox: overdue first, then the soonest due
         return visible_tasks(user).order_by(*WorkflowTask.INBOX_ORDER)
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        # What the browsable API's form for a command sends.
+        if self.action in engine.TASK_COMMANDS:
+            return command_body(engine.TASK_COMMANDS[self.action], given=("task",))
+        return TaskSerializer
 
     def filter_queryset(self, queryset: Any) -> Any:
         from django_filters.rest_framework import DjangoFilterBackend
@@ -178,10 +190,10 @@ def _task_action(declared: type[engine.PersonCommand]) -> Any:
     responses = {**TASK_RESPONSES}
     if declared.name == "complete":
         responses[200] = OpenApiResponse(COMPLETED, description="The task and its instance.")
-    described = extend_schema(operation_id=f"tasks_{declared.name}", summary=declared.summary,
+    describe = described(operation_id=f"tasks_{declared.name}", summary=declared.summary,
                               request=body if body().fields else None,
                               parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG], responses=responses)
-    return described(action(detail=True, methods=["post"], url_path=declared.name)(run))
+    return describe(action(detail=True, methods=["post"], url_path=declared.name)(run))
 
 
 for _name, _declared in engine.TASK_COMMANDS.items():

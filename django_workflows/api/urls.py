@@ -10,18 +10,17 @@ from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
 from .errors import unknown_url
+from .root import COLLECTIONS, APIRoot
 from .schema_views import SchemaView
-from .tasks import TaskViewSet
-from .views import InstanceViewSet, WorkflowViewSet
 
 app_name = "workflows-api"
 
 router = SimpleRouter()
-router.register("workflows", WorkflowViewSet, basename="workflow")
-router.register("instances", InstanceViewSet, basename="instance")
-router.register("tasks", TaskViewSet, basename="task")
+for prefix, basename, viewset in COLLECTIONS:
+    router.register(prefix, viewset, basename=basename)
 
 urlpatterns = [
+    path("", APIRoot.as_view(), name="api-root"),
     path("schema/", SchemaView.as_view(), name="schema"),  # signed-in users (PUBLIC_SCHEMA)
     *router.urls,
     re_path(r"^(?P<path>[\s\S]*)$", unknown_url),  # any path, even with a newline in it

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
-    extend_schema,
     extend_schema_view,
 )
-from rest_framework import exceptions, status, viewsets
+from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -24,9 +23,17 @@ from .. import engine, registry, services
 from ..models import WorkflowEvent, WorkflowInstance
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
-from .errors import exception_handler
+from .errors import JSONErrors
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
-from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
+from .parsing import (
+    JSONBodyParser,
+    MergePatchParser,
+    etag,
+    expected_revision,
+    idempotency_key,
+    is_merge_patch,
+    merge_patch,
+)
 from .permissions import InstanceAccess, listed, visible_instances
 from .schema import (
     ACTION_RESPONSES,
@@ -35,12 +42,15 @@ from .schema import (
     IF_MATCH,
     NOT_ALLOWED,
     UNKNOWN_INSTANCE,
+    WorkflowsSchema,
+    described,
     error_response,
 )
 from .serializers import (
     CreateInstanceSerializer,
     EventSerializer,
     InstanceSerializer,
+    StatePatchSerializer,
     StateSerializer,
     WorkflowDetailSerializer,
     WorkflowSerializer,
@@ -53,21 +63,24 @@ UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 # -- the views --------------------------------------------------------------------------
 
 
-class WorkflowsAPIView:
-    """What every endpoint shares: JSON only, the error mapping, authenticated users.
+class WorkflowsAPIView(JSONErrors):
+    """What every endpoint shares: JSON by default, JSON errors, authenticated users.
 
-    Authentication and throttle classes come from the project's REST_FRAMEWORK
-    settings (read per request); the throttle scope is ``"workflows"``.
+    Authentication, throttle and renderer classes come from the project's
+    REST_FRAMEWORK settings (read per request); the throttle scope is ``"workflows"``.
     """
 
-    renderer_classes = [JSONRenderer]
     parser_classes = [JSONBodyParser]
     permission_classes = [IsAuthenticated]
     throttle_scope = "workflows"
-    schema = AutoSchema()
+    schema = WorkflowsSchema()
 
-    def get_exception_handler(self) -> Any:
-        return exception_handler
+    @property
+    def renderer_classes(self) -> list[type[BaseRenderer]]:
+        # JSON first, the answer to */*; then the project's others: DRF's browsable API,
+        # unless DEFAULT_RENDERER_CLASSES leaves it out. Errors: see JSONErrors.
+        return [JSONRenderer, *(renderer for renderer in api_settings.DEFAULT_RENDERER_CLASSES
+                                if renderer.media_type != JSONRenderer.media_type)]
 
     def get_authenticators(self) -> list[Any]:
         return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
@@ -84,9 +97,9 @@ class WorkflowsAPIView:
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Workflow definitions", responses={
+    list=described(summary="Workflow definitions", responses={
         200: WorkflowSerializer(many=True), **NOT_ALLOWED}),
-    retrieve=extend_schema(summary="One workflow definition, with its graph", parameters=[
+    retrieve=described(summary="One workflow definition, with its graph", parameters=[
         OpenApiParameter("id", str, OpenApiParameter.PATH, description="The workflow's id.")],
         responses={200: WorkflowDetailSerializer, **NOT_ALLOWED,
                    404: error_response("No workflow with that id.")}),
@@ -109,12 +122,12 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Instances you may see", responses={
+    list=described(summary="Instances you may see", responses={
         200: InstanceSerializer(many=True), 400: error_response("A bad filter value."),
         **NOT_ALLOWED, 404: error_response("No such page.")}),
-    retrieve=extend_schema(summary="One instance", parameters=[ETAG], responses={
+    retrieve=described(summary="One instance", parameters=[ETAG], responses={
         200: InstanceSerializer, **NOT_ALLOWED, 404: UNKNOWN_INSTANCE}),
-    create=extend_schema(
+    create=described(
         summary="Create an instance (and start it)", request=CreateInstanceSerializer,
         parameters=[IDEMPOTENCY_KEY, ETAG], responses={
             201: OpenApiResponse(InstanceSerializer, description="Created."),
@@ -149,6 +162,16 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return WorkflowInstance.objects.none()
         return visible_instances(self.request.user)
+
+    def get_serializer_class(self) -> type[serializers.Serializer]:
+        # What the browsable API's form for an action sends; every answer is an instance.
+        if self.action == "create":
+            return CreateInstanceSerializer
+        if self.action == "state":
+            return StateSerializer
+        if self.action in engine.ACTIONS:
+            return command_body(engine.ACTIONS[self.action])
+        return InstanceSerializer
 
     def filter_queryset(self, queryset: Any) -> Any:
         # Filters and ordering shape the list only; a detail URL names one instance.
@@ -214,8 +237,15 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             **taken.validated_data)
         return self.answer(moved)
 
-    @extend_schema(operation_id="instances_update_state", summary="Replace the state",
-                   request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
+    @described(operation_id="instances_update_state",
+               summary="Replace the state, or merge into it (JSON Merge Patch)",
+               description="`application/json`: `state` replaces the whole state. "
+                           "`application/merge-patch+json` (RFC 7396): `state` is merged into "
+                           "it, under the row lock: a key set to null is removed, an object is "
+                           "merged key by key, any other value replaces the old one.",
+               request={"application/json": StateSerializer,
+                        MergePatchParser.media_type: StatePatchSerializer},
+               parameters=[IF_MATCH, ETAG], responses={
                        200: OpenApiResponse(InstanceSerializer, description="The instance."),
                        400: error_response("Bad input, or a state that breaks the definition's "
                                    "schema (`invalid_state`; `fields` names each field)."),
@@ -223,17 +253,24 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
                        409: error_response("Refused by a rule (e.g. `cancelled`), or `busy`."),
                        412: ACTION_RESPONSES[412],
                        413: error_response("The state (or the body) is larger than the limit.")})
-    @action(detail=True, methods=["patch"], url_path="state")
+    @action(detail=True, methods=["patch"], url_path="state",
+            parser_classes=[JSONBodyParser, MergePatchParser])
     def state(self, request: Request, pk: str | None = None) -> Response:
         instance = self.get_object()
-        serializer = StateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        moved = services.update_state(instance, serializer.validated_data["state"],
-                                      user=request.user,
+        if is_merge_patch(request):
+            patch = StatePatchSerializer(data=request.data)
+            patch.is_valid(raise_exception=True)
+            # Merged into the state as it is under the row lock: no concurrent change is lost.
+            value: Any = partial(merge_patch, patch=patch.validated_data.get("state", {}))
+        else:
+            serializer = StateSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            value = serializer.validated_data["state"]
+        moved = services.update_state(instance, value, user=request.user,
                                       expected_revision=expected_revision(request))
         return self.answer(moved)
 
-    @extend_schema(summary="The event log, oldest first", responses={
+    @described(summary="The event log, oldest first", responses={
         200: EventSerializer(many=True), **NOT_ALLOWED, 404: UNKNOWN_INSTANCE})
     @action(detail=True, methods=["get"], filter_backends=[])
     def events(self, request: Request, pk: str | None = None) -> Response:
@@ -251,12 +288,12 @@ def _action_for(declared: type[engine.PersonCommand]) -> Any:
     run.__name__ = declared.name
     run.__doc__ = declared.summary
     body = command_body(declared)
-    described = extend_schema(operation_id=f"instances_{declared.name}",
+    describe = described(operation_id=f"instances_{declared.name}",
                               summary=declared.summary,
                               request=body if body().fields else None,
                               parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
                               responses=ACTION_RESPONSES)
-    return described(action(detail=True, methods=["post"], url_path=declared.name)(run))
+    return describe(action(detail=True, methods=["post"], url_path=declared.name)(run))
 
 
 for _name, _declared in engine.ACTIONS.items():

@@ -25,7 +25,7 @@ from .errors import (
     error_name,
 )
 from .limits import FLUSH_LINES, MAX_LOGS
-from .messages import CANCELLED, operation_timed_out
+from .messages import CANCELLED, missing_key, operation_timed_out, step_hook
 from .snapshot import (
     AttemptKind,
     ErrorInfo,
@@ -238,8 +238,9 @@ def run_user_code(run: Callable[..., Any], ctx: OperationContext, *args: Any) ->
         raise TypeError(f"Operation result is not JSON serialisable: {error}") from None
 
 
-def _failure(error: BaseException) -> ErrorInfo:
-    return ErrorInfo(error_name(error), error_message(error))
+def _failure(error: BaseException, what: str) -> ErrorInfo:
+    """How user code failed; ``what`` names it where its message does not (a KeyError)."""
+    return ErrorInfo(error_name(error), missing_key(what, error) or error_message(error))
 
 
 def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: float = 1.0
@@ -259,7 +260,8 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
             value = run_user_code(operation.run, ctx)
         except Exception as error:
             ctx.close()
-            return AttemptOutcome(ok=False, error=_failure(error), logs=tuple(ctx.logs),
+            failure = _failure(error, f'The operation "{operation.id}"')
+            return AttemptOutcome(ok=False, error=failure, logs=tuple(ctx.logs),
                                   progress=ctx.last_progress)
         ctx.close()
         return AttemptOutcome(ok=True, value=value, children=tuple(ctx.children),
@@ -270,16 +272,17 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
         hook_ctx = HookContext(state=snapshot.state, instance_id=snapshot.id,
                                workflow=work.definition.id, step=entry.step, user=user,
                                stop_reason=sink.stop_reason)
-        return _call(work.branch.run, hook_ctx)
+        # Its errors are shown as 'Branch "<id>": <message>'.
+        return _call(work.branch.run, hook_ctx, what="The branch")
     assert work.item is not None
     return _compensate(work, sink, user, flush_interval)
 
 
-def _call(hook: Callable[..., Any], *args: Any) -> AttemptOutcome:
+def _call(hook: Callable[..., Any], *args: Any, what: str) -> AttemptOutcome:
     try:
         resolve(hook(*args))
     except Exception as error:
-        return AttemptOutcome(ok=False, error=_failure(error))
+        return AttemptOutcome(ok=False, error=_failure(error, what))
     return AttemptOutcome(ok=True)
 
 
@@ -296,10 +299,12 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
         branch = next((b for b in step.parallel if b.id == item.target), None)
         if branch is None or branch.compensate is None:
             return AttemptOutcome(ok=True)
-        return _call(branch.compensate, hook_ctx)
+        return _call(branch.compensate, hook_ctx,
+                     what=f'The compensate hook of branch "{branch.id}"')
     if item.kind == "step":
         step = definition.step(item.target)
-        return _call(step.compensate, hook_ctx) if step.compensate else AttemptOutcome(ok=True)
+        return _call(step.compensate, hook_ctx, what=step_hook("compensate", step.id)) \
+            if step.compensate else AttemptOutcome(ok=True)
     # An operation (or a child of one): rollback(last result, ctx).
     found = _operation_snapshot(snapshot, item)
     operation = definition.find_operation(item.target)
@@ -308,7 +313,8 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
     ctx = OperationContext(sink=sink, attempt=found.attempt if found else 0, snapshot=snapshot,
                            workflow=definition.id, step=item.step, user=user,
                            flush_interval=flush_interval)
-    outcome = _call(operation.rollback, found.result if found else None, ctx)
+    outcome = _call(operation.rollback, found.result if found else None, ctx,
+                    what=f'The rollback of operation "{operation.id}"')
     ctx.close()
     return outcome
 

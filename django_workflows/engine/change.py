@@ -19,6 +19,7 @@ from .context import HookContext, call_directly
 from .definition import Step, Workflow
 from .errors import Allowed, DefinitionError, HookFailed, error_message
 from .limits import MAX_MOVES
+from .messages import missing_key
 from .outcome import ClearDeadline, Effect, Event
 from .snapshot import WorkflowSnapshot
 
@@ -113,21 +114,29 @@ class Change:
                            step=step if step is not None else self.snap.current_step,
                            user=self.env.user)
 
-    def run_hook(self, hook: Callable[..., Any], *args: Any, step: str | None) -> Any:
-        """Call a user hook; if it raises, record the failure and stop the command."""
+    def run_hook(self, hook: Callable[..., Any], *args: Any, step: str | None, what: str
+                 ) -> Any:
+        """Call a user hook; if it raises, record the failure and stop the command.
+
+        ``what`` names the hook (``The enter hook of step "x"``) where its own message
+        does not say enough: a KeyError's is only the key.
+        """
         try:
             return self.env.call(hook, *args)
         except Exception as error:
-            message = error_message(error)
+            message = missing_key(what, error) or error_message(error)
             self.fail(message, step)
             raise HookFailed(message) from error
 
-    def probe_hook(self, hook: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
-        """Call a hook whose failure refuses the command instead of failing the workflow."""
+    def probe_hook(self, hook: Callable[..., Any], *args: Any, what: str) -> tuple[bool, Any]:
+        """Call a hook whose failure refuses the command instead of failing the workflow.
+
+        On failure, the second value is the refusal's message.
+        """
         try:
             return True, self.env.call(hook, *args)
         except Exception as error:
-            return False, error_message(error)
+            return False, missing_key(what, error) or f"{what} raised: {error_message(error)}"
 
     def fail(self, message: str, step: str | None, errors: tuple[str, ...] | None = None,
              **data: Any) -> None:

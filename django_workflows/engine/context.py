@@ -6,15 +6,41 @@ import asyncio
 import copy
 import inspect
 import threading
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import Cancelled
+from .errors import Cancelled, MissingStateKey
 
 
 def never_stopped() -> str | None:
     return None
+
+
+class StateView(Mapping[str, Any]):
+    """The state as user code reads it: read-only, and a missing key says it is the state's."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return self._values[key]
+        except KeyError:
+            raise MissingStateKey(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"StateView({self._values!r})"
 
 
 class HookContext:
@@ -27,7 +53,7 @@ class HookContext:
     def __init__(self, *, state: Mapping[str, Any], instance_id: str, workflow: str,
                  step: str | None = None, user: Any = None,
                  stop_reason: Callable[[], str | None] = never_stopped) -> None:
-        self.state: Mapping[str, Any] = MappingProxyType(copy.deepcopy(dict(state)))
+        self.state: Mapping[str, Any] = StateView(copy.deepcopy(dict(state)))
         self.instance_id = instance_id
         self.workflow = workflow
         self.step = step

@@ -86,11 +86,24 @@ class HookFailed(Exception):
         self.message = message
 
 
+class MissingStateKey(KeyError):
+    """User code read ``state[key]`` and the state has no such key.
+
+    Still a ``KeyError``: code that catches one (``.get()`` too) works as before.
+    """
+
+    def __init__(self, key: object) -> None:
+        super().__init__(key)
+        self.key = key
+
+
 class Allowed(Exception):
     """Raised where a rule's checks end, in a dry run: the command would be accepted."""
 
 
 def error_name(error: BaseException) -> str:
+    if isinstance(error, MissingStateKey):
+        return "KeyError"  # what the user's code raised, as far as it knows
     return type(error).__name__
 
 

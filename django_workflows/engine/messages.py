@@ -5,6 +5,10 @@ Their texts follow the original runner's (``SEED-RULES.md``), in seconds.
 
 from __future__ import annotations
 
+import json
+
+from .errors import MissingStateKey
+
 CANCELLED = "Cancelled"
 INTERRUPTED_OPERATION = "Operation was interrupted before workflow recovery"
 INTERRUPTED_BRANCH = "Parallel branch was interrupted before workflow recovery"
@@ -33,3 +37,26 @@ def step_left(step: str | None) -> str:
 
 def step_skipped(step: str | None) -> str:
     return f'Workflow step "{step}" was skipped'
+
+
+def step_hook(kind: str, step: str | None) -> str:
+    """Which hook raised, as :func:`missing_key` names it: ``The enter hook of step "x"``."""
+    return f'The {kind} hook of step "{step}"'
+
+
+def transition_guard(source: str, target: str) -> str:
+    return f'The guard of the transition from "{source}" to "{target}"'
+
+
+def missing_key(hook: str, error: BaseException) -> str | None:
+    """What a ``KeyError`` of ``hook`` means, said so a person can act on it; else None.
+
+    Its own text is only the key (``'email'``), which names neither the hook nor the state.
+    """
+    if isinstance(error, MissingStateKey):
+        key = json.dumps(error.key, ensure_ascii=False) if isinstance(error.key, str) \
+            else repr(error.key)
+        return f"{hook} read state[{key}], which the state does not have"
+    if isinstance(error, KeyError):
+        return f"{hook} raised KeyError {error}"
+    return None

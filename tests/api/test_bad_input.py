@@ -216,7 +216,6 @@ def test_a_body_larger_than_django_allows_answers_413_as_json(api):
     "/api/instances/not-a-uuid/next/",
     "/api/instances/12345/events/",
     "/api/nothing-here/",
-    "/api/",
 ])
 def test_an_unknown_url_under_the_api_answers_a_json_404(api, path):
     assert error(api.get(path), 404)["code"] == "not_found"
@@ -244,10 +243,6 @@ def test_an_unknown_workflow_definition_answers_a_json_404(api):
 
 def test_a_method_an_endpoint_does_not_have_answers_405(api, make_instance):
     assert error(api.delete(url(make_instance())), 405)["code"] == "method_not_allowed"
-
-
-def test_a_client_that_accepts_only_html_gets_a_json_406(api):
-    assert error(api.get("/api/instances/", HTTP_ACCEPT="text/html"), 406)
 
 
 # -- query parameters --------------------------------------------------------------------

@@ -44,7 +44,8 @@ print(json.dumps({
     "anonymous docs": [anonymous["docs"].status_code, anonymous["docs"].get("Location")],
     "anonymous schema": [anonymous["schema"].status_code, anonymous["schema"]["Content-Type"],
                          anonymous["schema"].json()["code"]],
-    "anonymous": Client().get("/api/instances/").status_code,
+    "anonymous": [Client().get("/api/instances/").status_code,
+                  Client().get("/api/instances/").get("WWW-Authenticate")],
     "unknown": [client.get("/api/nope/").status_code, client.get("/api/nope/")["Content-Type"]],
 }))
 """
@@ -79,11 +80,12 @@ def test_the_example_sends_anonymous_users_from_swagger_ui_to_the_login_page(exa
 
 
 def test_the_example_refuses_the_schema_to_anonymous_users_as_json(example):
-    assert example["anonymous schema"] == [403, "application/json", "not_authenticated"]
+    assert example["anonymous schema"] == [401, "application/json", "not_authenticated"]
 
 
-def test_the_example_asks_anonymous_users_to_sign_in(example):
-    assert example["anonymous"] == 403  # session authentication first: no Basic prompt
+def test_the_example_asks_anonymous_users_for_basic_credentials(example):
+    # Session authentication comes first; HTTP Basic, after it, names the challenge.
+    assert example["anonymous"] == [401, 'Basic realm="api"']
 
 
 def test_unknown_urls_under_the_example_s_api_answer_json(example):

@@ -6,8 +6,9 @@ or Accept at all. Here hypothesis sends any of them to every kind of endpoint,
 in process with Django's test client: tags of thousands of digits, keys that are
 not ASCII, bodies declared (and encoded) in UTF-7, latin-1 or UTF-16, media
 types and Accept values of every shape. No answer may be a 5xx, and every error
-must be the JSON of DESIGN.md §4 (``detail`` and ``code``). The test prints how
-many requests it made.
+must be the JSON of DESIGN.md §4 (``detail`` and ``code``), or DRF's browsable
+page showing it to a client that asked for HTML. The test prints how many
+requests it made.
 
 ``DWF_FUZZ_EXAMPLES`` scales it with the schema fuzz: 10 requests per example
 (default 20: 200 requests, a few seconds).
@@ -16,6 +17,7 @@ many requests it made.
 from __future__ import annotations
 
 import codecs
+import html
 import json
 import os
 from typing import Any
@@ -33,6 +35,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db(transaction=True),
 EXAMPLES = int(os.environ.get("DWF_FUZZ_EXAMPLES", "20")) * 10
 
 MEDIA_TYPES = ["application/json", "APPLICATION/JSON", "application/json-patch+json",
+               "application/merge-patch+json", "Application/Merge-Patch+JSON",
                "text/plain", "application/x-www-form-urlencoded",
                "multipart/form-data; boundary=xyz", "*/*", "application/*", ""]
 CHARSETS = [None, "utf-8", "UTF-8", '"utf-8"', "Utf-8", "utf8", "utf-7", "UTF-7", "latin-1",
@@ -137,7 +140,14 @@ def test_fuzzing_the_api_s_headers_finds_no_server_error_and_only_json_errors(ca
                 and response.status_code < 300:
             other_charsets.append(f"{response.status_code}: {sent}")
         schema = path.startswith("/api/schema/") and response.status_code == 200
-        if not schema and not response["Content-Type"].startswith("application/json"):
+        # DRF's browsable API (on in the test settings), for a client that asked for HTML.
+        page = response["Content-Type"].startswith("text/html") and accept is not None \
+            and any(kind in accept.lower() for kind in ("text/html", "text/*"))
+        if page:
+            if response.status_code >= 400 and '"code":' not in html.unescape(
+                    response.content.decode()):
+                not_json.append(f"{response.status_code} page without the error's code: {sent}")
+        elif not schema and not response["Content-Type"].startswith("application/json"):
             not_json.append(f"{response.status_code} {response['Content-Type']}: {sent}")
         elif response.status_code >= 400:
             error = response.json()

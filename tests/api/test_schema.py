@@ -15,6 +15,7 @@ from tests.factories import UserFactory
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 
 CONTRACT_PATHS = {
+    "/api/": {"get"},
     "/api/workflows/": {"get"},
     "/api/workflows/{id}/": {"get"},
     "/api/instances/": {"get", "post"},
@@ -161,3 +162,22 @@ def test_every_reference_in_the_schema_names_a_component(schema):
 
     names = {f"#/components/schemas/{name}" for name in schema["components"]["schemas"]}
     assert refs - names == set()
+
+
+def test_every_operation_documents_401_with_its_challenge_and_403(schema):
+    operations = {(path, method): operation for path, item in schema["paths"].items()
+                  for method, operation in item.items() if method != "parameters"}
+
+    for (path, method), operation in operations.items():
+        if path == "/api/schema/":
+            continue
+        responses = operation["responses"]
+        assert {"401", "403"} <= set(responses), (method, path)
+        assert responses["401"]["headers"]["WWW-Authenticate"]["required"], (method, path)
+
+
+def test_the_root_documents_its_links(schema):
+    ok = schema["paths"]["/api/"]["get"]["responses"]["200"]["content"]["application/json"]
+    root = schema["components"]["schemas"][ok["schema"]["$ref"].rsplit("/", 1)[1]]
+
+    assert set(root["required"]) == {"workflows", "instances", "tasks", "schema"}

@@ -135,7 +135,8 @@ def test_the_settings_page_names_every_setting():
 
 
 def test_the_checks_page_names_every_check():
-    source = (ROOT / "django_workflows" / "checks.py").read_text()
+    source = "".join((ROOT / "django_workflows" / name).read_text()
+                     for name in ("checks.py", "api/checks.py"))
     ids = set(re.findall(r"\b([EW]0\d\d)\b", source))
     page = (DOCS / "checks.md").read_text()
 

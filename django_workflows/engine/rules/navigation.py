@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..change import Change
 from ..errors import HookFailed, Refused
-from ..messages import step_left, step_skipped
+from ..messages import step_hook, step_left, step_skipped
 from ..schema import check_state
 from ..snapshot import FINISHED, WorkflowSnapshot
 from .steps import (
@@ -140,7 +140,7 @@ def back(c: Change, command: Back) -> None:
     c.emit("back", step=previous)
     step = c.definition.step(previous)
     if step.enter is not None:  # its enter hook only, not its background work
-        c.run_hook(step.enter, c.context(), step=previous)
+        c.run_hook(step.enter, c.context(), step=previous, what=step_hook("enter", previous))
 
 
 def skip(c: Change, command: Skip) -> None:
@@ -230,9 +230,9 @@ def check_exit_guards(c: Change) -> None:
     """
     guard = c.definition.exit_guard
     if guard is not None:
-        ok, allowed = c.probe_hook(guard, c.context())
+        ok, allowed = c.probe_hook(guard, c.context(), what=f"The exit guard of {c.name}")
         if not ok:
-            raise Refused("cancel_refused", f"The exit guard of {c.name} raised: {allowed}")
+            raise Refused("cancel_refused", allowed)
         if isinstance(allowed, str):
             raise Refused("cancel_refused", allowed or f"{c.name} refused to be cancelled")
         if not allowed:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..change import Change
 from ..errors import HookFailed, Refused
-from ..messages import CANCELLED
+from ..messages import CANCELLED, step_hook, transition_guard
 from ..outcome import SetDeadline
 from ..schema import check_state
 from ..snapshot import FINISHED, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
@@ -57,7 +57,9 @@ def enter_first_step(c: Change, completed: tuple[str, ...]) -> None:
 def next_step_from(c: Change, key: str) -> str | None:
     """The target of the first transition from ``key`` whose guard holds."""
     for transition in c.definition.transitions_from(key):
-        if transition.when is None or c.run_hook(transition.when, c.context(key), step=key):
+        if transition.when is None or c.run_hook(
+                transition.when, c.context(key), step=key,
+                what=transition_guard(transition.source, transition.target)):
             return transition.target
     return None
 
@@ -71,7 +73,8 @@ def enter_first_available(c: Change, key: str, completed: tuple[str, ...]) -> No
             message = f'Unknown workflow step "{key}"'
             c.fail(message, key)
             raise HookFailed(message)
-        if step.when is not None and not c.run_hook(step.when, c.context(key), step=key):
+        if step.when is not None and not c.run_hook(step.when, c.context(key), step=key,
+                                                    what=step_hook("when", key)):
             # Unavailable: recorded as skipped, never in the history.
             c.set(completed_steps=completed, skipped_steps=add_unique(c.snap.skipped_steps, key))
             c.emit("skip", step=key, unavailable=True)
@@ -94,7 +97,7 @@ def leave_current(c: Change) -> None:
     assert key is not None
     step = c.definition.step(key)
     if step.leave is not None:
-        c.run_hook(step.leave, c.context(), step=key)
+        c.run_hook(step.leave, c.context(), step=key, what=step_hook("leave", key))
     c.emit("step-leave", step=key)
     c.end_step_run()
     follow_transitions(c, key, add_unique(c.snap.completed_steps, key))
@@ -123,7 +126,8 @@ def validate_current(c: Change) -> tuple[str, ...]:
     step = c.definition.step(key) if key else None
     errors: tuple[str, ...] = ()
     if step is not None and step.validate is not None:
-        errors = normalise_errors(c.run_hook(step.validate, c.context(), step=key))
+        errors = normalise_errors(c.run_hook(step.validate, c.context(), step=key,
+                                             what=step_hook("validate", key)))
     c.set(status="blocked" if errors else "running", errors=errors)
     c.emit("validate", step=key, errors=list(errors))
     return errors
@@ -165,7 +169,7 @@ def execute_step(c: Change, *, include_enter: bool) -> None:
     if run.deadline is not None:
         c.effect(SetDeadline(c.snap.id, "step-timeout", run.token, run.deadline))
     if include_enter and step.enter is not None:
-        c.run_hook(step.enter, c.context(), step=step.id)
+        c.run_hook(step.enter, c.context(), step=step.id, what=step_hook("enter", step.id))
     if include_enter and step.task is not None:
         open_task(c, step)
     if step.nested is not None:

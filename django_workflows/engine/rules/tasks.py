@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..change import Change
 from ..definition import Step
 from ..errors import Refused
+from ..messages import step_hook
 from ..outcome import ClearDeadline
 from ..schema import FieldError, check_state, validate_state
 from ..snapshot import TaskSnapshot
@@ -74,7 +75,8 @@ def complete(c: Change, command: Complete) -> None:
     state = check_state(c.definition.state_schema, merged)
     before = c.snap
     c.set(state=state)  # the step's validate judges the state the input makes
-    errors = normalise_errors(c.run_hook(step.validate, c.context(), step=step.id)) \
+    errors = normalise_errors(c.run_hook(step.validate, c.context(), step=step.id,
+                                         what=step_hook("validate", step.id))) \
         if step.validate is not None else ()
     if errors:
         c.snap = before  # refused: nothing changes

@@ -12,7 +12,7 @@ from dataclasses import replace
 from ..change import Change
 from ..definition import Operation, Step, check_candidates
 from ..errors import DefinitionError, HookFailed, Refused
-from ..messages import CANCELLED
+from ..messages import CANCELLED, step_hook
 from ..outcome import ClearDeadline, RunAttempt, SaveTask, SetDeadline, StopAttempt
 from ..snapshot import (
     AttemptKind,
@@ -193,7 +193,8 @@ def open_task(c: Change, step: Step) -> None:
         return
     candidates = task.candidates
     if callable(candidates):
-        found = c.run_hook(candidates, c.context(step.id), step=step.id)
+        found = c.run_hook(candidates, c.context(step.id), step=step.id,
+                           what=step_hook("candidates", step.id))
         try:
             candidates = check_candidates(found or (), f'Step "{step.id}": task candidates')
         except DefinitionError as error:
