@@ -3,15 +3,17 @@
 Each check is a function of a :class:`Data` (rows read from the database) and
 returns the list of violations, one sentence each; an empty list means it
 holds. ``bench/load.py`` runs them after every run, and so does the test suite
-(``tests/reliability``). Nothing here imports Django or django_workflows: the
-rows are read with plain SQL through any DB-API connection (psycopg, or
-Django's own ``connection``), so the checks judge the library from outside.
+(``tests/reliability``). Nothing here imports Django, and of django_workflows
+only its pure engine's list of event types: the rows are read with plain SQL
+through any DB-API connection (psycopg, or Django's own ``connection``), so the
+checks judge the library from outside.
 
 The checks:
 
 ``history``
     Replaying an instance's event log gives its stored snapshot: status,
-    current step, history, completed steps and skipped steps (:func:`replay`).
+    current step, history, completed steps and skipped steps (:func:`replay`);
+    and every revision after the first has its events: the log never misses a change.
 ``live_work``
     No operation, branch or compensation is in flight without an attempt
     that can still finish it; no attempt told to stop is waited for in vain;
@@ -43,13 +45,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django_workflows.engine.outcome import EVENT_TYPES  # pure Python, no Django
+
 # Event types the replay knows; anything else is reported.
-KNOWN_EVENTS = frozenset({
-    "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
-    "cancel", "rollback", "compensate", "complete", "error", "state-update",
-    "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
-    "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
-})
+KNOWN_EVENTS = frozenset(EVENT_TYPES)
 IN_FLIGHT = frozenset({"queued", "running", "retrying"})
 LIVE_ATTEMPT = frozenset({"queued", "running"})
 SETTLED = frozenset({"idle", "completed", "cancelled", "failed", "blocked"})
@@ -129,11 +128,12 @@ def _rows(cursor: Any, sql: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _tables(cursor: Any) -> set[str]:
-    try:
-        cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
-    except Exception:  # SQLite
-        cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+def _tables(connection: Any, cursor: Any) -> set[str]:
+    introspection = getattr(connection, "introspection", None)
+    if introspection is not None:  # Django's connection: every database it supports
+        return set(introspection.table_names(cursor))
+    # A bare DB-API connection: PostgreSQL (bench/load.py's psycopg)
+    cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
     return {row[0] for row in cursor.fetchall()}
 
 
@@ -143,7 +143,7 @@ def load(connection: Any, now: datetime | None = None) -> Data:
     Constant SQL only: nothing is built from values.
     """
     with connection.cursor() as cursor:
-        tables = _tables(cursor)
+        tables = _tables(connection, cursor)
         data = Data(now=now or datetime.now(UTC))
         for row in _rows(cursor, "SELECT id, workflow, version, status, current_step, "
                                  "CAST(snapshot AS TEXT) AS snapshot, "
@@ -155,7 +155,7 @@ def load(connection: Any, now: datetime | None = None) -> Data:
             row["state"] = _json(row["state"]) or {}
             data.instances[row["id"]] = row
         events: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for row in _rows(cursor, "SELECT instance_id, sequence, type, step, "
+        for row in _rows(cursor, "SELECT instance_id, sequence, type, step, revision, "
                                  "CAST(data AS TEXT) AS data, CAST(error AS TEXT) AS error "
                                  "FROM django_workflows_workflowevent "
                                  "ORDER BY instance_id, sequence"):
@@ -304,7 +304,19 @@ def check_history(data: Data) -> list[str]:
                 violations.append(f"{where}: {name} is {value!r}, its events say "
                                   f"{replayed[name]!r}")
         violations.extend(f"{where}: {problem}" for problem in r.problems)
+        violations.extend(f"{where}: {gap}" for gap in revision_gaps(
+            row["revision"], data.events.get(instance_id, ())))
     return violations
+
+
+def revision_gaps(revision: int, events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Revisions of an instance (after the first, its creation) that have no event."""
+    with_events = {event["revision"] for event in events if "revision" in event}
+    missing = sorted(set(range(2, revision + 1)) - with_events)
+    if not missing:
+        return []
+    return [f"revision{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} "
+            f"of {revision} {'have' if len(missing) > 1 else 'has'} no event"]
 
 
 # -- background work ---------------------------------------------------------------------

@@ -1,20 +1,24 @@
 #!/usr/bin/env python
-"""Cost per transition: the service layer's ``next`` against raw psycopg doing the same work.
+"""Cost per transition: the service layer's ``next`` against the raw driver doing the same work.
 
     .venv/bin/python bench/transitions.py            # PostgreSQL at 127.0.0.1:5432, user postgres
+    .venv/bin/python bench/transitions.py --database mysql://root@127.0.0.1:3306/   # MariaDB
     .venv/bin/python bench/transitions.py --seconds 2 --profile
 
-It creates a database of its own (``dwf_bench_<pid>``; ``DWF_BENCH_DB`` names
-another), migrates it, and drops it at the end. Four cases, each run for a
-bounded time by raw psycopg and then by the service layer:
+``--database`` names the server as a ``DATABASE_URL`` (``postgres://`` or
+``mysql://``; its database name is not used). The script creates a database of
+its own there (``dwf_bench_<pid>``; ``DWF_BENCH_DB`` names another), migrates it,
+and drops it at the end. Four cases, each run for a bounded time by the raw
+driver and then by the service layer:
 
 - 1 client or 4 processes (each with its own persistent connection);
 - over random instances (200) or over one hot instance that every client moves.
 
-Raw psycopg, per transition: ``SELECT * ... FOR UPDATE`` one row, ``UPDATE`` it
-with its ~1 KB JSON state, ``INSERT`` one event row, ``COMMIT`` -- in copies of
-our own tables (``CREATE TABLE ... (LIKE ... INCLUDING ALL)``). The service:
-``services.next`` on a 500-step manual workflow whose state is ~1 KB.
+Raw, per transition, through psycopg (PostgreSQL) or mysqlclient (MariaDB/MySQL):
+``SELECT * ... FOR UPDATE`` one row, ``UPDATE`` it with its ~1 KB JSON state,
+``INSERT`` one event row, ``COMMIT`` -- in copies of our own tables
+(``bench/raw_databases.py``). The service: ``services.next`` on a 500-step manual
+workflow whose state is ~1 KB.
 
 Lock hold is the time from the row lock being granted (the ``SELECT ... FOR
 UPDATE`` returning) to the commit having returned: for the service measured by
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import multiprocessing as mp
 import os
 import pstats
@@ -43,8 +48,7 @@ OWN_DATABASE = not os.environ.get("DWF_BENCH_DB")
 if OWN_DATABASE:
     os.environ["DWF_BENCH_DB"] = f"dwf_bench_{os.getpid()}"
 
-import psycopg  # noqa: E402
-from psycopg.types.json import Jsonb  # noqa: E402
+from bench.raw_databases import INSTANCES, RAW_INSTANCES, Server, server_for  # noqa: E402
 
 WORKFLOW = "bench-long-manual"
 STEPS = 500  # manual steps: instances never complete during a run
@@ -64,19 +68,12 @@ STATE = {  # about 1 KB of JSON
 
 # -- the database ------------------------------------------------------------------------
 
-
-def conninfo(dbname: str | None = None) -> str:
+@functools.cache  # forked workers inherit it
+def server() -> Server:
+    """The database server of the settings (``--database``)."""
     from django.conf import settings
 
-    db = settings.DATABASES["default"]
-    return psycopg.conninfo.make_conninfo(
-        host=db["HOST"], port=db["PORT"], user=db["USER"], password=db["PASSWORD"] or None,
-        dbname=dbname or db["NAME"])
-
-
-def admin(sql: str) -> None:
-    with psycopg.connect(conninfo("postgres"), autocommit=True) as conn:
-        conn.execute(sql)
+    return server_for(settings.DATABASES["default"])
 
 
 def setup_database() -> None:
@@ -86,19 +83,11 @@ def setup_database() -> None:
 
     name = settings.DATABASES["default"]["NAME"]
     if OWN_DATABASE:
-        admin(f'DROP DATABASE IF EXISTS "{name}"')
-        admin(f'CREATE DATABASE "{name}"')
+        server().create_database(name)
     django.setup()
     register_workflow()
     call_command("migrate", verbosity=0)
-    with psycopg.connect(conninfo(), autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS bench_raw_event, bench_raw_instance")
-        conn.execute("CREATE TABLE bench_raw_instance "
-                     "(LIKE django_workflows_workflowinstance INCLUDING ALL)")
-        conn.execute("CREATE TABLE bench_raw_event "
-                     "(LIKE django_workflows_workflowevent INCLUDING ALL)")
-        conn.execute("ALTER TABLE bench_raw_event ADD FOREIGN KEY (instance_id) "
-                     "REFERENCES bench_raw_instance (id) DEFERRABLE INITIALLY DEFERRED")
+    server().copy_tables()
 
 
 def teardown_database() -> None:
@@ -108,12 +97,10 @@ def teardown_database() -> None:
     connections.close_all()
     name = settings.DATABASES["default"]["NAME"]
     if OWN_DATABASE:
-        admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        server().drop_database(name)
     else:
-        with psycopg.connect(conninfo(), autocommit=True) as conn:
-            conn.execute("DROP TABLE IF EXISTS bench_raw_event, bench_raw_instance")
-            conn.execute("DELETE FROM django_workflows_workflowinstance WHERE workflow = %s",
-                         [WORKFLOW])
+        server().drop_copies()
+        server().run(f"DELETE FROM {INSTANCES} WHERE workflow = %s", [WORKFLOW])
 
 
 def register_workflow() -> None:
@@ -131,55 +118,20 @@ def new_instances(count: int) -> list[str]:
     from django_workflows import services
 
     ids = [str(services.create(WORKFLOW, start=True).pk) for _ in range(count)]
-    with psycopg.connect(conninfo(), autocommit=True) as conn:
-        conn.execute("INSERT INTO bench_raw_instance SELECT * FROM "
-                     "django_workflows_workflowinstance WHERE id = ANY(%s::uuid[])", [ids])
+    server().copy_instances(ids)
     return ids
+
+
+def table_of(kind: str) -> str:
+    return RAW_INSTANCES if kind == "raw" else INSTANCES
 
 
 def moved(kind: str) -> int:
     """Revisions written so far to the instances of one kind (for a sanity check)."""
-    table = "bench_raw_instance" if kind == "raw" else "django_workflows_workflowinstance"
-    with psycopg.connect(conninfo()) as conn:
-        return conn.execute(f"SELECT coalesce(sum(revision), 0) FROM {table}").fetchone()[0]
+    return server().revisions(table_of(kind))
 
 
 # -- one transition ----------------------------------------------------------------------
-
-
-class Raw:
-    """Raw psycopg: lock, update the ~1 KB state, insert one event, commit."""
-
-    def __init__(self, samples: list[float]) -> None:
-        self.conn = psycopg.connect(conninfo())
-        self.samples = samples
-        cur = self.conn.execute("SELECT * FROM bench_raw_instance LIMIT 0")
-        names = [c.name for c in cur.description]
-        self.at = {n: names.index(n) for n in ("state", "current_step", "revision",
-                                                "last_event")}
-        self.conn.rollback()
-
-    def __call__(self, instance_id: str) -> int:
-        cur = self.conn.cursor()
-        cur.execute("SELECT * FROM bench_raw_instance WHERE id = %s FOR UPDATE", (instance_id,))
-        row = cur.fetchone()
-        locked = time.perf_counter()
-        state = row[self.at["state"]]
-        state["counter"] = state.get("counter", 0) + 1
-        step = int(row[self.at["current_step"]][1:]) + 1
-        revision, sequence = row[self.at["revision"]] + 1, row[self.at["last_event"]] + 1
-        cur.execute("UPDATE bench_raw_instance SET state = %s, current_step = %s, "
-                    "revision = %s, last_event = %s, updated_at = now() WHERE id = %s",
-                    (Jsonb(state), f"s{step}", revision, sequence, instance_id))
-        cur.execute("INSERT INTO bench_raw_event (instance_id, sequence, type, step, revision, "
-                    "data, created_at) VALUES (%s, %s, 'step-enter', %s, %s, %s, now())",
-                    (instance_id, sequence, f"s{step}", revision, Jsonb({})))
-        self.conn.commit()
-        self.samples.append(time.perf_counter() - locked)
-        return step
-
-    def close(self) -> None:
-        self.conn.close()
 
 
 class Service:
@@ -253,7 +205,7 @@ def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: st
     from django_workflows.exceptions import Busy
 
     result = Result()
-    run = (Raw if kind == "raw" else Service)(result.lock_hold)
+    run = server().transition(result.lock_hold) if kind == "raw" else Service(result.lock_hold)
     rnd = random.Random(seed)
     hot_index = fresh(kind, targets) if hot else 0
     try:
@@ -310,10 +262,7 @@ def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: fl
 
 def fresh(kind: str, targets: list[str]) -> int:
     """The index of the first of ``targets`` that has not yet gone HOT_ROTATE steps."""
-    table = "bench_raw_instance" if kind == "raw" else "django_workflows_workflowinstance"
-    with psycopg.connect(conninfo()) as conn:
-        steps = dict(conn.execute(f"SELECT id::text, current_step FROM {table} "
-                                  "WHERE id = ANY(%s::uuid[])", [targets]).fetchall())
+    steps = server().steps(table_of(kind), targets)
     for index, target in enumerate(targets):
         if int(steps[target][1:]) < HOT_ROTATE:
             return index
@@ -372,7 +321,13 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--profile", action="store_true",
                         help="profile the service at one client and stop")
+    parser.add_argument("--database", metavar="URL",
+                        help="the server, as a DATABASE_URL: postgres:// or mysql://; its "
+                             "database name is not used (default: PostgreSQL at 127.0.0.1, "
+                             "user postgres, or DWF_BENCH_HOST, _PORT, _USER, _PASSWORD)")
     options = parser.parse_args()
+    if options.database:
+        os.environ["DWF_BENCH_URL"] = options.database  # read by bench/settings.py
     started = time.perf_counter()
     setup_database()
     try:
@@ -384,8 +339,7 @@ def main() -> None:
         import django
         from django.conf import settings
 
-        print(f"PostgreSQL {psycopg.connect(conninfo()).info.server_version}, "
-              f"Django {django.get_version()}, psycopg {psycopg.__version__}, "
+        print(f"{server().version()}, Django {django.get_version()}, "
               f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
               f"database {settings.DATABASES['default']['NAME']}; "
               f"{options.seconds:g} s per case and kind in {options.rounds} rounds; "

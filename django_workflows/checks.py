@@ -11,8 +11,11 @@
 | E010 | a bad ``DJANGO_WORKFLOWS`` setting |
 | E020 | django-q2's ``retry`` does not exceed its largest task ``timeout`` |
 | E021 | django-q2's ``max_attempts`` is unbounded |
+| E030 | our tables may be migrated to an Oracle database, which is not supported |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
+| W020 | a task's candidates name a group or a permission that does not exist |
+| W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 """
 
 from __future__ import annotations
@@ -22,11 +25,15 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
+from django.db import router
 from django.utils.module_loading import import_string
 
 from . import registry
 from .conf import DEFAULTS, SETTING_NAME
 from .engine import Workflow
+
+# Settings that are switches; every other one but RUNNER and RETENTION_DAYS is a number.
+BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA"}
 
 DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
 
@@ -104,10 +111,30 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                     f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
+        elif name in BOOLEAN_SETTINGS:
+            if not isinstance(value, bool):
+                errors.append(Error(f"{SETTING_NAME}[{name!r}] must be True or False, "
+                                    f"not {value!r}", id="django_workflows.E010"))
         elif not _positive_number(value):
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))
     return errors
+
+
+@register()
+def check_oracle(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Supported: PostgreSQL, MariaDB/MySQL and SQLite. Read from the settings: no connection."""
+    instances = apps.get_model("django_workflows", "WorkflowInstance")
+    return [
+        Error(f'Database "{alias}" is Oracle, which django-workflows does not support',
+              hint="Keep django_workflows' tables on PostgreSQL, MariaDB/MySQL or SQLite "
+                   "(a database router's allow_migrate can keep them off this database).",
+              id="django_workflows.E030")
+        for alias, database in settings.DATABASES.items()
+        # Django's backend and GeoDjango's: django.[contrib.gis.]db.backends.oracle
+        if str(database.get("ENGINE", "")).endswith(".oracle")
+        and router.allow_migrate_model(alias, instances)
+    ]
 
 
 @register(Tags.database)
@@ -161,4 +188,61 @@ def check_django_q(app_configs: Any = None, **kwargs: Any) -> list[Error | Warni
             hint="Set CONN_MAX_AGE (for example 600) or PostgreSQL's connection pool: about "
                  "8x more tasks per second.",
             id="django_workflows.W002"))
+    return problems
+
+
+@register()
+def check_app_order(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """Our admin index template (the inbox link) is found only before the admin's own."""
+    names = [config.name for config in apps.get_app_configs()]
+    if "django.contrib.admin" not in names or "django_workflows" not in names:
+        return []
+    if names.index("django_workflows") < names.index("django.contrib.admin"):
+        return []
+    return [Warning(
+        '"django_workflows" comes after "django.contrib.admin" in INSTALLED_APPS, so the '
+        "admin's index page shows no link to the task inbox",
+        hint='List "django_workflows" before "django.contrib.admin" (the inbox itself is '
+             "under Workflows > Tasks either way).", id="django_workflows.W010")]
+
+
+@register(Tags.database)
+def check_task_candidates(app_configs: Any = None, databases: Any = None,
+                          **kwargs: Any) -> list[Warning]:
+    """Groups and permissions the tasks name: data, made after the code, so a warning."""
+    if not databases:
+        return []
+    from django.contrib.auth.models import Group, Permission
+    from django.db import DatabaseError
+
+    named: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for definition in registry.all_definitions():
+        for step in definition.steps:
+            task = step.task
+            if task is None:
+                continue
+            static = () if callable(task.candidates) else task.candidates
+            for candidate in (*static, *task.escalate_to):
+                kind, _, name = candidate.partition(":")
+                if kind in ("group", "perm"):
+                    named.setdefault((kind, name), []).append((definition.id, step.id))
+    try:
+        groups = set(Group.objects.filter(
+            name__in=[name for kind, name in named if kind == "group"]).values_list(
+            "name", flat=True))
+        permissions = {f"{app}.{codename}" for app, codename in Permission.objects.values_list(
+            "content_type__app_label", "codename")} if any(k == "perm" for k, _ in named) else set()
+    except DatabaseError:
+        return []  # not migrated yet: nothing to compare with
+    problems = []
+    for (kind, name), places in sorted(named.items()):
+        if (kind == "group" and name in groups) or (kind == "perm" and name in permissions):
+            continue
+        what = "group" if kind == "group" else "permission"
+        for workflow, step in places:
+            problems.append(Warning(
+                f'Workflow "{workflow}": the task of step "{step}" names {what} "{name}", '
+                "which does not exist",
+                hint="Make it (a data migration, or the admin), or correct the name; until "
+                     "then nobody is that candidate.", id="django_workflows.W020"))
     return problems

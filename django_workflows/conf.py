@@ -43,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     "ADMIN_EXACT_COUNT_LIMIT": 10_000,
     # An admin bulk action runs its command on at most this many instances at once.
     "ADMIN_BULK_LIMIT": 500,
+    # The API's OpenAPI schema (and a Swagger UI from ``swagger_ui_view``) is served to
+    # signed-in users only; True serves it to anyone, as a public API's would be.
+    "PUBLIC_SCHEMA": False,
 }
 
 IMPORT_STRINGS = {"RUNNER"}

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Busy", "IdempotencyConflict", "InstanceNotFound", "InvalidState", "MigrationRequired",
-    "StaleRevision", "StateTooLarge", "UnknownWorkflow", "WorkflowError", "WorkflowNotMoved",
+    "NotAllowed", "ReferenceTaken", "StaleRevision", "StateTooLarge", "UnknownWorkflow",
+    "WorkflowError", "WorkflowNotMoved",
 ]
 
 
@@ -40,6 +41,15 @@ class InvalidState(WorkflowNotMoved):
         super().__init__(reason, "invalid_state", instance=instance, field_errors=field_errors)
 
 
+class ReferenceTaken(WorkflowNotMoved):
+    """Another instance of the workflow already has this reference; ``existing`` is its id."""
+
+    def __init__(self, workflow: str, reference: str, existing: str) -> None:
+        super().__init__(f'An instance of workflow "{workflow}" with reference "{reference}" '
+                         "already exists", "reference_taken")
+        self.existing = existing
+
+
 class StateTooLarge(WorkflowNotMoved):
     def __init__(self, size: int, limit: int) -> None:
         super().__init__(f"The state is {size} bytes of JSON; the limit is {limit} bytes",
@@ -65,6 +75,12 @@ class Busy(WorkflowError):
 
 class InstanceNotFound(WorkflowError, LookupError):
     pass
+
+
+class NotAllowed(WorkflowError):
+    """The user may see the instance but not do this to it (the access rules refused)."""
+
+    code = "permission_denied"
 
 
 class UnknownWorkflow(WorkflowError, LookupError):

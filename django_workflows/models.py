@@ -6,6 +6,7 @@ Only the service layer (``django_workflows.services``) writes these rows.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
@@ -13,6 +14,13 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from . import engine
+
+
+def _epoch(value: Any) -> float | None:
+    return value.timestamp() if value is not None else None
+
 
 ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back")
 
@@ -32,6 +40,12 @@ class WorkflowInstance(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workflow = models.CharField(_("workflow"), max_length=200)
+    # The caller's own name for the instance (an order number): one per workflow at most.
+    # NULL when none: unique constraints let NULLs repeat on every database (Django's advice
+    # for a unique CharField that may be blank).
+    # db_index (not Meta.indexes): PostgreSQL then also gets the index a prefix search uses.
+    reference = models.CharField(_("reference"), max_length=200, null=True,  # noqa: DJ001
+                                 blank=True, default=None, db_index=True)
     version = models.PositiveIntegerField(_("version"))
     status = models.CharField(_("status"), max_length=20, choices=Status.choices,
                               default=Status.IDLE)
@@ -65,45 +79,71 @@ class WorkflowInstance(models.Model):
             models.Index(fields=["updated_at"], name="dwf_instance_active",
                          condition=Q(status__in=ACTIVE_STATUSES)),
         ]
+        constraints = [
+            models.UniqueConstraint(fields=["workflow", "reference"],
+                                    name="dwf_instance_workflow_reference"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.workflow} {self.id}"
 
-    # Parts of the snapshot, as the API and the admin show them.
-    def _part(self, name: str) -> Any:
-        return self.snapshot.get(name) or []
+    @property
+    def name(self) -> str:
+        """What people call it: its reference, or the start of its id."""
+        return self.reference or f"{str(self.pk)[:8]}…"
+
+    def engine_data(self) -> dict[str, Any]:
+        """The row in the engine's JSON shape (its nested child is a row of its own)."""
+        data = {key: value for key, value in self.snapshot.items() if key != "nested_id"}
+        data.update(id=str(self.pk), workflow=self.workflow, version=self.version,
+                    status=self.status, state=self.state, current_step=self.current_step or None,
+                    parent_id=str(self.parent_id) if self.parent_id else None,
+                    parent_step=self.parent_step or None, started_at=_epoch(self.started_at),
+                    completed_at=_epoch(self.completed_at))
+        return data
 
     @property
-    def completed_steps(self) -> list[str]:
-        return self._part("completed_steps")
+    def snap(self) -> engine.WorkflowSnapshot:
+        """The row as the engine's typed snapshot: the one reading of what it stores.
 
-    @property
-    def skipped_steps(self) -> list[str]:
-        return self._part("skipped_steps")
-
-    @property
-    def history(self) -> list[str]:
-        return self._part("history")
-
-    @property
-    def errors(self) -> list[str]:
-        return self._part("errors")
-
-    @property
-    def operations(self) -> list[dict[str, Any]]:
-        return self._part("operations")
-
-    @property
-    def parallel(self) -> list[dict[str, Any]]:
-        return self._part("parallel")
+        Rebuilt whenever ``state`` or ``snapshot`` were replaced (the services do).
+        """
+        key = (id(self.snapshot), id(self.state), self.status, self.current_step)
+        cached = self.__dict__.get("_snap")
+        if cached is None or cached[0] != key:
+            cached = (key, engine.from_json(self.engine_data()))
+            self.__dict__["_snap"] = cached
+        return cached[1]
 
     @property
     def nested_id(self) -> str | None:
+        """The current nested child's id (the link the row stores to the child's own row)."""
         return self.snapshot.get("nested_id")
 
+    # Parts of the snapshot as plain JSON (lists and dicts), for templates and user code.
     @property
-    def rollback_plan(self) -> dict[str, Any] | None:
-        return self.snapshot.get("rollback")
+    def completed_steps(self) -> list[str]:
+        return list(self.snap.completed_steps)
+
+    @property
+    def skipped_steps(self) -> list[str]:
+        return list(self.snap.skipped_steps)
+
+    @property
+    def history(self) -> list[str]:
+        return list(self.snap.history)
+
+    @property
+    def errors(self) -> list[str]:
+        return list(self.snap.errors)
+
+    @property
+    def operations(self) -> list[dict[str, Any]]:
+        return [engine.to_json(op) for op in self.snap.operations]
+
+    @property
+    def parallel(self) -> list[dict[str, Any]]:
+        return [engine.to_json(branch) for branch in self.snap.parallel]
 
     @property
     def is_finished(self) -> bool:
@@ -147,8 +187,11 @@ class IdempotencyKey(models.Model):
     fingerprint = models.CharField(max_length=64)  # what the request asked, hashed
     instance = models.ForeignKey(WorkflowInstance, null=True, blank=True,
                                  on_delete=models.CASCADE, related_name="+")
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    response = models.JSONField(null=True, blank=True)
+    # The first request's result, neutral of how it is shown: the instance and its
+    # revision, or the refusal's code and message.
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    refusal_code = models.CharField(max_length=100, blank=True, default="")
+    refusal_message = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
@@ -221,3 +264,85 @@ class Deadline(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.due_at:%Y-%m-%d %H:%M:%S}"
+
+
+class TaskStatus(models.TextChoices):
+    OPEN = "open", _("Open")
+    DONE = "done", _("Done")
+    CANCELLED = "cancelled", _("Cancelled")
+
+
+# A task with no due date sorts after every dated one (a plain index serves the inbox's order
+# on every database; NULLS LAST is not portable).
+NEVER_DUE = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+class WorkflowTask(models.Model):
+    """A step's task as people find it: the inbox, the task page and the API read these rows.
+
+    The instance's snapshot holds the same task, and the rules judge that one;
+    the service writes both in one transaction.
+    """
+
+    id = models.UUIDField(primary_key=True, editable=False)
+    instance = models.ForeignKey(WorkflowInstance, verbose_name=_("instance"),
+                                 on_delete=models.CASCADE, related_name="tasks")
+    workflow = models.CharField(_("workflow"), max_length=200)
+    step = models.CharField(_("step"), max_length=200)
+    title = models.CharField(_("title"), max_length=200)
+    status = models.CharField(_("status"), max_length=20, choices=TaskStatus.choices,
+                              default=TaskStatus.OPEN)
+    candidates = models.JSONField(_("candidates"), default=list)
+    # The instance's owner when the task excludes them: nobody decides their own claim.
+    excluded_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                      on_delete=models.SET_NULL, related_name="+")
+    claimed_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("claimed by"),
+                                   null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    completed_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("decided by"),
+                                     null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    input = models.JSONField(_("input"), null=True, blank=True)
+    due_at = models.DateTimeField(_("due"), null=True, blank=True)
+    overdue = models.BooleanField(_("overdue"), default=False)
+    created_at = models.DateTimeField(_("opened"), default=timezone.now)
+    completed_at = models.DateTimeField(_("closed"), null=True, blank=True)
+    # The inbox's order, overdue first, then soonest due, then oldest, as plain columns
+    # that one index serves on every database (a NULL's place in an order is not portable).
+    rank = models.PositiveSmallIntegerField(default=1)  # 0: overdue, 1: not yet
+    due_sort = models.DateTimeField(default=NEVER_DUE)
+
+    INBOX_ORDER = ("rank", "due_sort", "created_at", "id")
+
+    class Meta:
+        verbose_name = _("task")
+        verbose_name_plural = _("tasks")
+        indexes = [
+            models.Index(fields=["instance", "status"], name="dwf_task_instance_status"),
+            models.Index(fields=["status", "rank", "due_sort", "created_at", "id"],
+                         name="dwf_task_inbox"),
+            models.Index(fields=["claimed_by", "status"], name="dwf_task_claimed"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.get_status_display().lower()})"
+
+
+class TaskCandidate(models.Model):
+    """Who may act on an open task: one row per candidate (``"group:managers"``).
+
+    Only open tasks have these rows; a closed task keeps its candidates in its own row.
+    """
+
+    task = models.ForeignKey(WorkflowTask, on_delete=models.CASCADE,
+                             related_name="candidate_rows", db_index=False)
+    key = models.CharField(max_length=300)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "key"], name="dwf_candidate_task_key"),
+        ]
+        indexes = [models.Index(fields=["key", "task"], name="dwf_candidate_key")]
+
+    def __str__(self) -> str:
+        return self.key

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
+from . import engine, registry
+from .engine.limits import MAX_LOGS
+from .engine.schema import json_schema_of
 from .graph import marks_for
-from .models import Attempt, AttemptStatus, WorkflowInstance
+from .models import Attempt, AttemptStatus, WorkflowInstance, WorkflowTask
 
 # What a running attempt reports on its own row until it ends, by fencing token.
 LiveAttempts = Mapping[str, Mapping[str, Any]]
 
 
+@dataclass(frozen=True)
+class LiveOperation:
+    """An operation as the snapshot holds it, with what its running attempt reported since."""
+
+    operation: engine.OperationSnapshot
+    heartbeat_at: datetime | None = None
+
+
 def _running_tokens(instance: WorkflowInstance) -> list[str]:
-    return [op["token"] for op in instance.operations
-            if op.get("token") and op.get("status") in ("running", "retrying")]
+    return [op.token for op in instance.snap.operations
+            if op.token and op.status in ("running", "retrying")]
 
 
 def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, dict[str, Any]]:
@@ -28,33 +41,44 @@ def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, dict[str, 
 
 
 def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = None
-                    ) -> list[dict[str, Any]]:
+                    ) -> list[LiveOperation]:
     """The instance's operations, with what running attempts reported so far.
 
     Progress and log lines of a running operation are written to its attempt
     row (not the instance row) until the attempt ends; this merges them in.
     ``attempts`` (from :func:`live_attempts`) saves the query for a page of instances.
     """
-    operations = instance.operations
+    operations = instance.snap.operations
     if attempts is None:
         attempts = live_attempts([instance])
     if not attempts:
-        return operations
-    merged = []
+        return [LiveOperation(op) for op in operations]
+    definition = registry.find(instance.workflow)
+    shown = []
     for op in operations:
-        row = attempts.get(op.get("token") or "")
-        if row is not None:
-            op = {**op, "progress": row["progress"] or op.get("progress"),
-                  "logs": [*op.get("logs", []), *row["logs"]][-1000:],
-                  "status": "waiting" if row["live_status"] == "waiting" else op["status"],
-                  "heartbeat_at": row["heartbeat_at"].isoformat() if row["heartbeat_at"]
-                  else None}
-        merged.append(op)
-    return merged
+        row = attempts.get(op.token or "")
+        if row is None:
+            shown.append(LiveOperation(op))
+            continue
+        found = definition.find_operation(op.id) if definition is not None else None
+        keep = found.max_logs if found is not None else MAX_LOGS
+        progress = engine.Progress(**row["progress"]) if row["progress"] else op.progress
+        shown.append(LiveOperation(replace(
+            op, progress=progress, logs=(*op.logs, *row["logs"])[-keep:] if keep else (),
+            status="waiting" if row["live_status"] == "waiting" else op.status),
+            heartbeat_at=row["heartbeat_at"]))
+    return shown
 
 
 def marks_of(instance: WorkflowInstance) -> dict[str, str]:
     """Where the instance stands, as its diagram marks the steps."""
-    return marks_for(status=instance.status, current_step=instance.current_step,
-                     completed_steps=instance.completed_steps,
-                     skipped_steps=instance.skipped_steps)
+    snap = instance.snap
+    return marks_for(status=snap.status, current_step=snap.current_step or "",
+                     completed_steps=snap.completed_steps, skipped_steps=snap.skipped_steps)
+
+
+def form_of(task: WorkflowTask) -> dict[str, Any] | None:
+    """The JSON Schema a task's input must satisfy, from its step's definition."""
+    definition = registry.find(task.workflow)
+    step = definition.steps_by_id.get(task.step) if definition is not None else None
+    return json_schema_of(step.task.form) if step is not None and step.task else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from django.dispatch import Signal
@@ -23,25 +24,23 @@ workflow_event = Signal()
 
 def announce(definitions: dict[str, engine.Workflow], rows: Iterable[Any]) -> None:
     """Give each event to ``analytics`` and then to the signal's receivers."""
-    from .models import WorkflowInstance
-
     for row in rows:
-        definition = definitions.get(row.instance.workflow)
         event = engine.Event(type=row.type, instance_id=str(row.instance_id),
                              step=row.step or None, error=row.error, data=row.data,
                              at=row.created_at.timestamp())
-        problems: list[BaseException] = []
-        if definition is not None:
-            problems += engine.deliver(definition, [event])
-        for _receiver, result in workflow_event.send_robust(
-                sender=WorkflowInstance, instance=row.instance, event=row):
-            if isinstance(result, Exception):
-                problems.append(result)
-                if definition is not None and definition.on_observer_error is not None:
-                    try:
-                        definition.on_observer_error(result)
-                    except Exception as nested:
-                        problems.append(nested)
+        problems = engine.deliver(definitions.get(row.instance.workflow), [event],
+                                  [partial(_send, row)])
         for problem in problems:
             logger.error("Observer of workflow event %s #%s failed: %r", row.instance_id,
                          row.sequence, problem, exc_info=problem)
+
+
+def _send(row: Any, event: engine.Event) -> None:
+    """Send the signal to every receiver; those that raised are raised together."""
+    from .models import WorkflowInstance
+
+    failed = [result for _receiver, result in workflow_event.send_robust(
+        sender=WorkflowInstance, instance=row.instance, event=row)
+        if isinstance(result, Exception)]
+    if failed:
+        raise ExceptionGroup("workflow_event receivers failed", failed)

@@ -13,17 +13,14 @@ import os
 import socket
 import threading
 import time
-from dataclasses import asdict
 from typing import Any
 
 from django.db import close_old_connections, connection
-from django.utils import timezone
 
 from . import engine
 from .conf import workflow_settings
-from .engine.stepwork import MAX_LOGS
-from .models import Attempt, AttemptStatus
-from .services.attempts import claim_attempt, finish_attempt
+from .engine.limits import MAX_LOGS
+from .services.attempts import beat, claim_attempt, finish_attempt
 
 logger = logging.getLogger("django_workflows")
 
@@ -86,19 +83,13 @@ class DatabaseSink:
             return
         with self._lock:
             dirty, self._dirty = self._dirty, False
-            values: dict[str, Any] = {"live_status": self._status or "running",
-                                      "progress": asdict(self._progress)
-                                      if self._progress else None,
-                                      "logs": list(self._logs)}
-        rows = Attempt.objects.filter(token=self.token)
-        if dirty or force or now - self._last_write >= self.heartbeat_every:
-            # Only while running: a beat after the result was recorded changes nothing.
-            rows.filter(status=AttemptStatus.RUNNING).update(heartbeat_at=timezone.now(),
-                                                             **values)
+            status, progress, logs = self._status or "running", self._progress, list(self._logs)
+        write = dirty or force or now - self._last_write >= self.heartbeat_every
+        self._reason = beat(self.token, live_status=status, progress=progress, logs=logs,
+                            write=write)
+        if write:
             self._last_write = now
         self._last_check = now
-        reason = rows.values_list("stop_reason", flat=True).first()
-        self._reason = reason or None
 
     def _beat(self) -> None:
         try:

@@ -23,9 +23,9 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django_workflows",  # before the admin: its index page then shows the task inbox
     "django.contrib.admin",
     "django.contrib.staticfiles",
-    "django_workflows",
     "example_project.shop",
 ]
 if HAS_DJANGO_Q:

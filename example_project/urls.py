@@ -11,12 +11,12 @@ def api_urls() -> list[URLPattern | URLResolver]:
     """The REST API at /api/ and Swagger UI at /api/docs/ (when the [api] extra is there)."""
     if importlib.util.find_spec("rest_framework") is None:
         return []
-    from drf_spectacular.views import SpectacularSwaggerView
+    from django_workflows.api.schema_views import swagger_ui_view
 
     return [
         # Before the include: every other URL under /api/ answers the API's JSON 404.
-        path("api/docs/", SpectacularSwaggerView.as_view(url_name="workflows-api:schema"),
-             name="api-docs"),
+        # Like the schema it reads, for signed-in users (PUBLIC_SCHEMA): others sign in first.
+        path("api/docs/", swagger_ui_view(url_name="workflows-api:schema"), name="api-docs"),
         path("api/", include("django_workflows.api.urls")),
     ]
 

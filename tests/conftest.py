@@ -7,30 +7,32 @@ import pytest
 
 from tests import dbutil
 
-_postgres_skip_reason: str | None = None
+# Per marker, why its tests are skipped in this run (None: they run).
+_database_skips: dict[str, str] = {}
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Check PostgreSQL once: fail the run under CI, skip its tests elsewhere."""
-    global _postgres_skip_reason
+    """Check the database server once: fail the run under CI, skip its tests elsewhere."""
     if not dbutil.is_postgres():
-        _postgres_skip_reason = "needs PostgreSQL (DATABASE_URL is not a PostgreSQL URL)"
-        return
-    problem = dbutil.postgres_unreachable_reason()
+        _database_skips["postgres"] = "needs PostgreSQL (DATABASE_URL is not a PostgreSQL URL)"
+    if not dbutil.is_mysql():
+        _database_skips["mysql"] = "needs MariaDB or MySQL (DATABASE_URL is not a mysql:// URL)"
+    if not dbutil.has_real_locks():
+        _database_skips["real_locks"] = ("needs real row locks: PostgreSQL or MariaDB/MySQL "
+                                         "(DATABASE_URL is not one of them)")
+    problem = dbutil.unreachable_reason()
     if problem is None:
         return
+    name = dbutil.server_name()
     if os.environ.get("CI"):
-        pytest.exit(
-            f"DATABASE_URL points at PostgreSQL, which is not reachable: {problem}",
-            returncode=3,
-        )
-    _postgres_skip_reason = f"PostgreSQL is not reachable: {problem}"
+        pytest.exit(f"DATABASE_URL points at {name}, which is not reachable: {problem}",
+                    returncode=3)
+    for marker in ("postgres", "mysql", "real_locks"):
+        _database_skips.setdefault(marker, f"{name} is not reachable: {problem}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    skips = {}
-    if _postgres_skip_reason:
-        skips["postgres"] = pytest.mark.skip(reason=_postgres_skip_reason)
+    skips = {marker: pytest.mark.skip(reason=reason) for marker, reason in _database_skips.items()}
     if importlib.util.find_spec("rest_framework") is None:
         skips["needs_api"] = pytest.mark.skip(reason="needs the [api] extra")
     if importlib.util.find_spec("django_q") is None:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import time
+
 from django.db import connection
+from django.db.models import Model
+
+# Seconds between looks at the lock waits: InnoDB refreshes its view of them (innodb_trx)
+# only when nobody read it for 0.1 s, so polling faster sees the first answer for ever.
+LOCK_WAIT_POLL = 0.2
+# Database servers with real row locks: a lock waits, times out, and is taken in order.
+REAL_LOCK_VENDORS = ("postgresql", "mysql")
 
 
 def is_postgres() -> bool:
@@ -10,17 +19,43 @@ def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
+def is_mysql() -> bool:
+    """True when the default database is MariaDB or MySQL (Django's vendor ``mysql``)."""
+    return connection.vendor == "mysql"
+
+
 def is_sqlite() -> bool:
     """True when the default database is SQLite."""
     return connection.vendor == "sqlite"
 
 
-def postgres_unreachable_reason() -> str | None:
-    """Why the configured PostgreSQL server cannot be reached, or None when it answers.
+def has_real_locks() -> bool:
+    """True when the default database has real row locks (PostgreSQL, MariaDB, MySQL)."""
+    return connection.vendor in REAL_LOCK_VENDORS
 
-    Connects with the configured database first and falls back to the ``postgres``
-    maintenance database, as Django does when it creates the test database.
+
+def server_name() -> str:
+    """What the default database server is called in messages."""
+    return {"postgresql": "PostgreSQL", "mysql": "MariaDB/MySQL"}.get(connection.vendor,
+                                                                     connection.vendor)
+
+
+def unreachable_reason() -> str | None:
+    """Why the configured database server cannot be reached, or None when it answers.
+
+    None for SQLite, which is a file. Connects with the configured database first and
+    falls back to the server's maintenance database (PostgreSQL) or to no database
+    (MariaDB/MySQL), as Django does when it creates the test database.
     """
+    if connection.vendor == "postgresql":
+        return postgres_unreachable_reason()
+    if connection.vendor == "mysql":
+        return mysql_unreachable_reason()
+    return None
+
+
+def postgres_unreachable_reason() -> str | None:
+    """Why the configured PostgreSQL server cannot be reached, or None when it answers."""
     import psycopg
 
     settings = connection.settings_dict
@@ -40,3 +75,63 @@ def postgres_unreachable_reason() -> str | None:
         else:
             return None
     return f"{first_error}".strip() or type(first_error).__name__
+
+
+def mysql_unreachable_reason() -> str | None:
+    """Why the configured MariaDB/MySQL server cannot be reached, or None when it answers."""
+    import MySQLdb
+
+    settings = connection.settings_dict
+    params: dict[str, object] = {"connect_timeout": 3}
+    if settings.get("HOST"):
+        params["host"] = settings["HOST"]
+    if settings.get("PORT"):
+        params["port"] = int(settings["PORT"])
+    if settings.get("USER"):
+        params["user"] = settings["USER"]
+    if settings.get("PASSWORD"):
+        params["password"] = settings["PASSWORD"]
+    first_error: Exception | None = None
+    for database in (settings.get("NAME"), None):
+        try:
+            MySQLdb.connect(**params, **({"database": database} if database else {})).close()
+        except MySQLdb.Error as error:
+            first_error = first_error or error
+        else:
+            return None
+    return f"{first_error}".strip() or type(first_error).__name__
+
+
+def sessions_waiting_for_a_lock() -> int:
+    """How many other sessions of this database wait for a row lock right now."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Read afresh: inside a transaction PostgreSQL keeps showing the first reading.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                           "AND datname = current_database() AND pid <> pg_backend_pid()")
+        elif connection.vendor == "mysql":
+            cursor.execute("SELECT count(*) FROM information_schema.innodb_trx AS trx "
+                           "JOIN information_schema.processlist AS session "
+                           "ON session.id = trx.trx_mysql_thread_id "
+                           "WHERE trx.trx_state = 'LOCK WAIT' AND session.db = DATABASE() "
+                           "AND session.id <> CONNECTION_ID()")
+        else:
+            raise NotImplementedError(f"no lock waits to count on {connection.vendor}")
+        return cursor.fetchone()[0]
+
+
+def a_session_waits_for_a_lock(timeout: float) -> bool:
+    """Whether another session is seen waiting for a row lock within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while sessions_waiting_for_a_lock() == 0:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(LOCK_WAIT_POLL)
+    return True
+
+
+def column_sql(model: type[Model], field: str) -> str:
+    """``"table"."column"`` of a model's field as this database quotes it in queries."""
+    quote = connection.ops.quote_name
+    return f"{quote(model._meta.db_table)}.{quote(model._meta.get_field(field).column)}"

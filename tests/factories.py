@@ -36,6 +36,14 @@ class UserFactory(factory.django.DjangoModelFactory):
     class Params:
         superuser = factory.Trait(is_superuser=True, is_staff=True)
 
+    @factory.post_generation
+    def permissions(self, create: bool, codenames: Sequence[str] | None, **kwargs: Any) -> None:
+        """``UserFactory(permissions=["change_workflowinstance"])``: model permissions."""
+        if create and codenames:
+            from django.contrib.auth.models import Permission
+
+            self.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+
 
 class WorkflowInstanceFactory(factory.Factory):
     """A workflow instance created (and optionally moved) through the service layer."""

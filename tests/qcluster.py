@@ -23,12 +23,18 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 
 
+# Per vendor: the URL scheme, the default user and port of the test database's server.
+SERVERS = {"postgresql": ("postgres", "postgres", 5432), "mysql": ("mysql", "root", 3306)}
+
+
 def database_url() -> str:
+    """The test database as a ``DATABASE_URL`` for the children (PostgreSQL or MariaDB)."""
     db = connection.settings_dict
-    user = db.get("USER") or "postgres"
+    scheme, default_user, default_port = SERVERS[connection.vendor]
+    user = db.get("USER") or default_user
     password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return (f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:"
-            f"{db.get('PORT') or 5432}/{db['NAME']}")
+    return (f"{scheme}://{user}{password}@{db.get('HOST') or '127.0.0.1'}:"
+            f"{db.get('PORT') or default_port}/{db['NAME']}")
 
 
 def queue_name() -> str:

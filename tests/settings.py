@@ -1,9 +1,10 @@
 """Settings for the test suite.
 
 The database comes from ``DATABASE_URL`` (for example
-``postgres://postgres@127.0.0.1:5432/test``); without it, a SQLite file in a
-temporary directory. The test database is a real file, never ``:memory:``, so
-that threads (and child processes) share it.
+``postgres://postgres@127.0.0.1:5432/test``, or ``mysql://root@127.0.0.1:3306/test``
+for MariaDB/MySQL); without it, a SQLite file in a temporary directory. The test
+database is a real file, never ``:memory:``, so that threads (and child processes)
+share it.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ INSTALLED_APPS = [
     "django.contrib.auth",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django_workflows",  # before the admin: its index page then shows the task inbox
     "django.contrib.admin",
     "django.contrib.staticfiles",
-    "django_workflows",
     "tests.testapp",
 ]
 
@@ -109,6 +110,14 @@ else:
             "TEST": {"NAME": str(_directory / "test.sqlite3")},
         }
     }
+
+# MariaDB/MySQL as Django's notes advise: READ COMMITTED (Django's default, stated) and
+# 4-byte UTF-8 for the connection and the test database; options in the URL win.
+MYSQL_OPTIONS = {"isolation_level": "read committed", "charset": "utf8mb4"}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
+    DATABASES["default"]["OPTIONS"] = {**MYSQL_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
+    DATABASES["default"]["TEST"].setdefault("CHARSET", "utf8mb4")
+    DATABASES["default"]["TEST"].setdefault("COLLATION", "utf8mb4_unicode_ci")
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}

@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from .events import WorkflowEventAdmin
 from .instances import WorkflowInstanceAdmin
+from .tasks import WorkflowTaskAdmin
 
-__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin"]
+__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin", "WorkflowTaskAdmin"]

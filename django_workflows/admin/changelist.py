@@ -9,21 +9,23 @@ date hierarchy reads only the first and last date (``MIN``/``MAX`` on an index).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db import connections
-from django.db.models import Max, Min, Q, QuerySet
+from django.db.models import Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.utils.functional import cached_property
 
 from .. import registry
 from ..conf import workflow_settings
+from ..models import WorkflowEvent
 
 # The owner filter lists users by name only when there are at most this many.
 OWNER_CHOICES_LIMIT = 20
@@ -65,11 +67,37 @@ class EstimatedCountPaginator(Paginator):
         return max(estimate, bounded)
 
 
-class InstanceChangeList(ChangeList):
-    """Rows without their state and snapshot: a page of big states would be megabytes."""
+class StorableLookupsChangeList(ChangeList):
+    """A filter value no column can hold is a bad lookup (``?e=1``), as Django's own are.
+
+    PostgreSQL's text refuses NUL characters with an error when the page is counted;
+    Django's filters pass any value through, so it is refused here first. A value that
+    is merely unknown (``?status__exact=bogus``) lists nothing, as Django's filters do.
+    """
+
+    def get_filters(self, request: Any) -> Any:
+        found = super().get_filters(request)  # Django refuses lookups it does not allow first
+        for name, values in self.get_filters_params().items():
+            if any("\x00" in value for value in values):
+                # Django's redirect to ?e=1 says nothing itself: the next page shows why.
+                messages.error(request, f"The filter {name} cannot hold NUL characters; the "
+                                        "list is shown unfiltered.", fail_silently=True)
+                raise IncorrectLookupParameters(f"{name}: NUL characters are not allowed")
+        return found
+
+
+class InstanceChangeList(StorableLookupsChangeList):
+    """Rows without their state and snapshot: a page of big states would be megabytes.
+
+    Each row knows whether its last event ended a rollback (one probe of the events'
+    unique index per row of the page), so a rolled-back instance says so.
+    """
 
     def get_queryset(self, request: Any, exclude_parameters: Any = None) -> QuerySet:
-        return super().get_queryset(request, exclude_parameters).defer("state", "snapshot")
+        last = WorkflowEvent.objects.filter(instance=OuterRef("pk"), type="rollback",
+                                            sequence=OuterRef("last_event"))
+        return super().get_queryset(request, exclude_parameters).defer("state", "snapshot") \
+            .annotate(last_phase=Subquery(last.values("data__phase")[:1]))
 
     def get_filters(self, request: Any) -> Any:
         try:
@@ -143,8 +171,21 @@ class OwnerFilter(admin.SimpleListFilter):
         return queryset.filter(owner=owner)
 
 
+HEX_PREFIX = re.compile(r"[0-9a-f]{4,32}")
+
+
+def id_range(term: str) -> Q | None:
+    """The ids that start with ``term`` (``5023163b``, as the list shows them), as a range of
+    the primary key: an index scan, where ``LIKE`` on the id would read the whole table."""
+    digits = term.lower().replace("-", "")
+    if not HEX_PREFIX.fullmatch(digits):
+        return None
+    return Q(pk__gte=uuid.UUID(digits.ljust(32, "0")), pk__lte=uuid.UUID(digits.ljust(32, "f")))
+
+
 def search_instances(queryset: QuerySet, term: str) -> QuerySet:
-    """A term that is an instance id finds that instance; any other, its owners."""
+    """An instance id, or its start, finds that instance; a reference, or its start, finds
+    its instances; any other term, the instances of the owners it names."""
     term = term.strip()
     if not term:
         return queryset
@@ -152,12 +193,17 @@ def search_instances(queryset: QuerySet, term: str) -> QuerySet:
         return queryset.filter(pk=uuid.UUID(term))
     except ValueError:
         pass
+    found = Q(reference__startswith=term)
+    prefix = id_range(term)
+    if prefix is not None:
+        found |= prefix
     user_model = get_user_model()
     who = Q(**{f"{user_model.USERNAME_FIELD}__icontains": term})
     email = user_model.get_email_field_name()
     if email in {f.name for f in user_model._meta.get_fields()}:
         who |= Q(**{f"{email}__icontains": term})
-    return queryset.filter(owner__in=user_model._default_manager.filter(who).values("pk"))
+    return queryset.filter(found | Q(owner__in=user_model._default_manager.filter(who)
+                                     .values("pk")))
 
 
 def date_range(queryset: QuerySet, field: str) -> tuple[Any, Any]:

@@ -1,7 +1,9 @@
 """Running service commands from the admin, and saying how each went as a message.
 
-A refusal, a stale page, a busy row or a broken definition becomes a
-message; nothing here lets an exception of the service reach the user as a 500.
+The buttons are the declared commands (``engine.ACTIONS``); which ones apply,
+and why the others do not, is the service's answer for the user
+(``services.applies``). A refusal, a stale page, a busy row or a broken
+definition becomes a message: no exception of the service reaches the user as a 500.
 """
 
 from __future__ import annotations
@@ -13,19 +15,13 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest
 
-from .. import services
-from ..exceptions import Busy, StaleRevision, WorkflowError, WorkflowNotMoved
+from .. import engine, services
+from ..exceptions import Busy, NotAllowed, StaleRevision, WorkflowError, WorkflowNotMoved
 from ..models import WorkflowInstance
-from .access import refusal_for
 
 logger = logging.getLogger("django_workflows")
 
-# The commands the admin offers, in the order of its buttons.
-COMMANDS = ("start", "next", "back", "skip", "retry", "cancel", "rollback")
-LABELS = {"start": "Start", "next": "Next", "back": "Back", "skip": "Skip", "retry": "Retry",
-          "cancel": "Cancel", "rollback": "Roll back"}
-# Commands that undo work: the page asks before sending them.
-DESTRUCTIVE = ("cancel", "rollback")
+NO_CHANGE_PERMISSION = "You do not have permission to change workflow instances."
 
 
 @dataclass(frozen=True)
@@ -35,23 +31,62 @@ class Result:
     level: int
 
 
+@dataclass(frozen=True)
+class Button:
+    """A command as the instance page offers it."""
+
+    name: str
+    label: str
+    summary: str
+    confirm: bool  # it undoes work: the page asks first
+    takes_reason: bool
+    allowed: bool
+    reason: str | None  # why it does not apply now
+
+
 def describe(instance: WorkflowInstance) -> str:
     where = f' at step "{instance.current_step}"' if instance.current_step else ""
     return f"{instance.get_status_display().lower()}{where}"
 
 
+def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance
+             ) -> dict[str, engine.Verdict]:
+    """What each command (and ``update_state``) would answer now for this user."""
+    if not model_admin.has_change_permission(request, instance):
+        refused = engine.Verdict(False, "permission_denied", NO_CHANGE_PERMISSION)
+        return dict.fromkeys(engine.COMMANDS, refused)
+    try:
+        return services.applies(instance, user=request.user)
+    except WorkflowError as error:  # e.g. its workflow is not registered
+        return dict.fromkeys(engine.COMMANDS, engine.Verdict(False, "error", str(error)))
+
+
+# Commands aimed at a part of the instance (an operation) are offered on that part's row.
+ON_THE_PAGE = {name: declared for name, declared in engine.ACTIONS.items()
+               if set(declared.takes()) <= {"reason"}}
+
+
+def buttons(found: dict[str, engine.Verdict]) -> list[Button]:
+    return [Button(name, declared.label, declared.summary, declared.destructive,
+                   "reason" in declared.takes(), found[name].allowed, found[name].message)
+            for name, declared in ON_THE_PAGE.items()]
+
+
 def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstance, name: str,
-                *, expected_revision: int | None = None) -> Result:
+                *, expected_revision: int | None = None, **values: Any) -> Result:
     """Run ``name`` on ``instance`` as ``request.user``; never raises a service error."""
-    label = LABELS.get(name, name)
-    if name not in COMMANDS:
+    declared = engine.ACTIONS.get(name)
+    if declared is None:
         return Result(False, f'Unknown command "{name}".', messages.ERROR)
-    refusal = refusal_for(model_admin, request, instance, name)
-    if refusal:
-        return Result(False, f"{label}: {refusal}", messages.ERROR)
+    label = declared.label
+    if not model_admin.has_change_permission(request, instance):
+        return Result(False, f"{label}: {NO_CHANGE_PERMISSION}", messages.ERROR)
     try:
         moved = services.command(instance, name, user=request.user,
-                                 expected_revision=expected_revision)
+                                 expected_revision=expected_revision,
+                                 **{k: v for k, v in values.items() if k in declared.takes()})
+    except NotAllowed as error:
+        return Result(False, f"{label}: {error}", messages.ERROR)
     except WorkflowNotMoved as error:
         return Result(False, f"{label} refused: {error.reason}", messages.WARNING)
     except StaleRevision as error:
@@ -73,7 +108,7 @@ def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstan
 def run_bulk(model_admin: Any, request: HttpRequest, instances: list[WorkflowInstance],
              name: str) -> None:
     """Run ``name`` on every instance; one message for the moved, one per refusal."""
-    label = LABELS[name]
+    label = engine.ACTIONS[name].label
     moved = 0
     for instance in instances:
         result = run_command(model_admin, request, instance, name)

@@ -11,7 +11,7 @@ from django.utils.html import format_html
 
 from ..engine import EVENT_TYPES
 from ..models import WorkflowEvent
-from .changelist import EstimatedCountPaginator
+from .changelist import EstimatedCountPaginator, StorableLookupsChangeList
 from .pages import change_url
 
 
@@ -41,6 +41,9 @@ class WorkflowEventAdmin(admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
     actions = None
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type:
+        return StorableLookupsChangeList
 
     def get_queryset(self, request: HttpRequest) -> Any:
         # The instance link needs the workflow's id, not a copy of the state on every row.

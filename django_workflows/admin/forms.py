@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from .. import registry
+from .. import jsontext, registry
 from ..exceptions import InvalidState, StateTooLarge
 from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
 
@@ -26,13 +26,13 @@ class JSONObjectField(forms.CharField):
         text = super().to_python(value)
         if not text.strip():
             return None
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
-        except RecursionError:
+        try:  # strict: NaN, 1e999 or a 5000-digit integer is a message, not a 500
+            parsed = jsontext.loads(text)
+        except jsontext.NestedTooDeeply:
             raise forms.ValidationError(f"The state is nested deeper than {MAX_STATE_DEPTH} "
                                         "levels.", code="too_deep") from None
+        except jsontext.InvalidJSON as error:
+            raise forms.ValidationError(f"Enter valid JSON: {error}", code="invalid") from None
         if not isinstance(parsed, dict):
             raise forms.ValidationError("The state must be a JSON object ({...}).",
                                         code="not_an_object")
@@ -43,7 +43,8 @@ class JSONObjectField(forms.CharField):
 
 
 def workflow_choices() -> list[tuple[str, str]]:
-    definitions = sorted(registry.all_definitions(), key=lambda d: (d.title or d.id).lower())
+    definitions = sorted((d for d in registry.all_definitions() if not d.nested_only),
+                         key=lambda d: (d.title or d.id).lower())
     return [(d.id, f"{d.title} ({d.id}, version {d.version})") for d in definitions]
 
 
@@ -59,8 +60,27 @@ class CreateInstanceForm(forms.Form):
 
 class StateForm(forms.Form):
     state = JSONObjectField(label="State", required=True)
-    # The revision the form was made from: saving over a newer one is refused.
-    revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+    # The revision the form was made from: saving over a newer one is refused. It is a
+    # hidden field, so its errors are shown with the form's own (state.html).
+    revision = forms.IntegerField(widget=forms.HiddenInput, min_value=0, error_messages={
+        key: "This page does not say which revision it was made from. Reload the page, "
+             "then edit the state again." for key in ("required", "invalid", "min_value")})
+
+
+def unread_create_form(problem: str) -> CreateInstanceForm:
+    """The add form for a post that could not be read: as first shown, with ``problem``."""
+    choices = workflow_choices()
+    form = CreateInstanceForm({"workflow": choices[0][0] if choices else "", "state": "",
+                               "start": "on"})
+    form.add_error("state", problem)
+    return form
+
+
+def unread_state_form(state: Any, revision: int, problem: str) -> StateForm:
+    """The state form for a post that could not be read: the saved state, with ``problem``."""
+    form = StateForm({"state": pretty_json(state), "revision": str(revision)})
+    form.add_error("state", problem)
+    return form
 
 
 def state_errors(error: InvalidState | StateTooLarge) -> list[str]:

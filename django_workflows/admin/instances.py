@@ -16,12 +16,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonRes
 from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
-from .. import registry, services
+from .. import engine, registry, services
 from ..conf import workflow_settings
-from ..exceptions import InvalidState, StaleRevision, StateTooLarge, WorkflowError
+from ..exceptions import InvalidState, NotAllowed, StaleRevision, StateTooLarge, WorkflowError
 from ..models import WorkflowEvent, WorkflowInstance
-from .access import refusal_for
 from .changelist import (
     CurrentStepFilter,
     EstimatedCountPaginator,
@@ -30,36 +30,45 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import COMMANDS, DESTRUCTIVE, LABELS, run_bulk, run_command
-from .forms import CreateInstanceForm, StateForm, pretty_json, state_errors
+from .commands import buttons, run_bulk, run_command, verdicts
+from .forms import (
+    CreateInstanceForm,
+    StateForm,
+    pretty_json,
+    state_errors,
+    unread_create_form,
+    unread_state_form,
+)
 from .pages import change_url, definitions_context, instance_context, live_payload
+from .request_limits import csrf_protect_within_limits, post_limit_problem
 
 
-def _bulk_action(name: str) -> Any:
+def _bulk_action(name: str, label: str) -> Any:
     def action(model_admin: WorkflowInstanceAdmin, request: HttpRequest, queryset: Any) -> None:
         limit = int(workflow_settings.ADMIN_BULK_LIMIT)
         instances = list(queryset[: limit + 1])
         if len(instances) > limit:
             model_admin.message_user(
-                request, f"{LABELS[name]}: select at most {limit} instances at once; "
+                request, f"{label}: select at most {limit} instances at once; "
                          "nothing was done.", messages.ERROR)
             return
         run_bulk(model_admin, request, instances, name)
 
     action.__name__ = f"{name}_selected"
-    return admin.action(description=f"{LABELS[name]}: selected instances",
+    return admin.action(description=f"{label}: selected instances",
                         permissions=["change"])(action)
 
 
 @admin.register(WorkflowInstance)
 class WorkflowInstanceAdmin(admin.ModelAdmin):
-    list_display = ("short_id", "workflow_title", "status_badge", "current_step_title", "owner",
-                    "revision", "updated_at")
+    list_display = ("short_id", "reference", "workflow_title", "status_badge",
+                    "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)
     list_filter = (WorkflowFilter, ("status", admin.ChoicesFieldListFilter), CurrentStepFilter,
                    OwnerFilter)
-    search_fields = ("id", "owner__username")  # shown as the search box; see get_search_results
-    search_help_text = "An instance id, or part of an owner's username or email."
+    search_fields = ("id", "reference", "owner__username")  # the box; see get_search_results
+    search_help_text = ("An instance id or its start (as the list shows it), a reference or "
+                        "its start, or part of an owner's username or email.")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at",)
     sortable_by = ("updated_at",)  # the indexed ordering only: no sort of the whole table
@@ -68,7 +77,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
-    actions = [_bulk_action(name) for name in COMMANDS]
+    actions = [_bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()]
     # Not the conventional name, which every admin of this model would pick up.
     change_list_template = "admin/django_workflows/workflowinstance/instances_change_list.html"
 
@@ -89,6 +98,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_badge(self, instance: WorkflowInstance) -> str:
+        if instance.status == "idle" and getattr(instance, "last_phase", None) == "finished":
+            # Back to idle by a rollback, not a row that never started.
+            return mark_safe('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
         return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
                            instance.get_status_display())
 
@@ -116,6 +128,13 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             for obj in objs if obj.parent_id and obj.parent_id not in chosen)]
         return deleted, counts, perms_needed, protected
 
+    def delete_model(self, request: HttpRequest, obj: WorkflowInstance) -> None:
+        services.delete(obj, user=request.user)  # the tree's lock first, then the rows
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        for instance in queryset.filter(parent__isnull=True).only("pk"):
+            services.delete(instance, user=request.user)
+
     def get_urls(self) -> list[Any]:
         info = self.opts.app_label, self.opts.model_name
         wrap = self.admin_site.admin_view
@@ -133,12 +152,17 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.opts,
                 "app_label": self.opts.app_label, "media": self.media, **values}
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def add_view(self, request: HttpRequest, form_url: str = "",
                  extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """A new instance through ``services.create``: workflow, initial state, start."""
         if not self.has_add_permission(request):
             raise PermissionDenied
-        form = CreateInstanceForm(request.POST if request.method == "POST" else None)
+        unreadable = post_limit_problem(request)
+        if unreadable:
+            form = unread_create_form(unreadable)
+        else:
+            form = CreateInstanceForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():
             instance = self._create(request, form)
             if instance is not None:
@@ -150,13 +174,12 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
 
     def _create(self, request: HttpRequest, form: CreateInstanceForm) -> WorkflowInstance | None:
         workflow = form.cleaned_data["workflow"]
-        refusal = refusal_for(self, request, None, "create", workflow=workflow)
-        if refusal:
-            form.add_error(None, refusal)
-            return None
         try:
             instance = services.create(workflow, state=form.cleaned_data["state"],
                                        user=request.user, start=form.cleaned_data["start"])
+        except NotAllowed as error:
+            form.add_error(None, str(error))
+            return None
         except (InvalidState, StateTooLarge) as error:
             form.add_error("state", state_errors(error))
             return None
@@ -168,6 +191,7 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                                    f"{instance.get_status_display().lower()}.", messages.SUCCESS)
         return instance
 
+    @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
@@ -178,19 +202,27 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             raise PermissionDenied
         state_form = None
         if request.method == "POST":
-            if "_command" in request.POST:
+            unreadable = post_limit_problem(request)  # too large to read: change nothing
+            if not unreadable and "_command" in request.POST:
                 self._command(request, instance)
                 return HttpResponseRedirect(request.get_full_path())
-            if "_state" not in request.POST:
+            if not unreadable and "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
-            refusal = refusal_for(self, request, instance, "update_state")
-            if refusal:
-                self.message_user(request, f"State not saved: {refusal}", messages.ERROR)
-                return HttpResponseRedirect(request.get_full_path())
-            state_form = StateForm(request.POST)
-            if self._save_state(request, instance, state_form):
-                return HttpResponseRedirect(request.get_full_path())
-            instance = self.get_object(request, unquote(object_id)) or instance
+            # The page shows no state form where update_state does not apply, so neither
+            # could it show the form's errors: the page's messages say why instead.
+            verdict = verdicts(self, request, instance)["update_state"]
+            if not verdict.allowed:
+                self.message_user(request, f"State not saved: {unreadable or verdict.message}",
+                                  messages.ERROR)
+                if not unreadable:
+                    return HttpResponseRedirect(request.get_full_path())
+            elif unreadable:  # only a state is that large: say so on its form
+                state_form = unread_state_form(instance.state, instance.revision, unreadable)
+            else:
+                state_form = StateForm(request.POST)
+                if self._save_state(request, instance, state_form):
+                    return HttpResponseRedirect(request.get_full_path())
+                instance = self.get_object(request, unquote(object_id)) or instance
         return self._instance_page(request, instance, state_form, extra_context)
 
     def _command(self, request: HttpRequest, instance: WorkflowInstance) -> None:
@@ -199,14 +231,18 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
             revision = int(request.POST["revision"]) if request.POST.get("revision") else None
         except ValueError:
             revision = None
-        result = run_command(self, request, instance, name, expected_revision=revision)
-        if result.moved:
-            self.log_change(request, instance, f"{LABELS[name]} (through the service layer).")
+        declared = engine.ACTIONS.get(name)
+        values = {field: request.POST.get(field, "").strip() or None
+                  for field in (declared.takes() if declared else ())}
+        result = run_command(self, request, instance, name, expected_revision=revision,
+                             **values)
+        if result.moved and declared is not None:
+            self.log_change(request, instance, f"{declared.label} (through the service layer).")
         self.message_user(request, result.text, result.level)
 
     def _save_state(self, request: HttpRequest, instance: WorkflowInstance,
                     form: StateForm) -> bool:
-        """``update_state`` with the form's value; False (errors on the form) when not saved."""
+        """``update_state`` with the form's value; False (errors on the form) to show it again."""
         if not form.is_valid():
             return False
         expected = form.cleaned_data["revision"]
@@ -215,6 +251,9 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                                   expected_revision=expected)
         except (InvalidState, StateTooLarge) as error:
             form.add_error("state", state_errors(error))
+        except NotAllowed as error:  # no form for them: the page says why
+            self.message_user(request, f"State not saved: {error}", messages.ERROR)
+            return True
         except StaleRevision as error:
             form.add_error(None, f"Not saved: someone changed this instance while you edited "
                                  f"it (revision {error.actual}, your edit started from "
@@ -234,25 +273,23 @@ class WorkflowInstanceAdmin(admin.ModelAdmin):
                        state_form: StateForm | None,
                        extra_context: dict[str, Any] | None) -> TemplateResponse:
         can_change = self.has_change_permission(request, instance)
-        commands = []
-        if can_change:
-            for name in COMMANDS:
-                if name == "start" and instance.status != "idle":
-                    continue
-                commands.append({"name": name, "label": LABELS[name],
-                                 "confirm": name in DESTRUCTIVE,
-                                 "refusal": refusal_for(self, request, instance, name)})
-        state_refusal = refusal_for(self, request, instance, "update_state") \
-            if can_change else "view only"
+        found = verdicts(self, request, instance)
+        commands = buttons(found) if can_change else []
         if state_form is None:
             state_form = StateForm(initial={"state": pretty_json(instance.state),
                                             "revision": instance.revision})
         definition = registry.find(instance.workflow)
         context = self._context(
             request, title=f"{definition.title if definition else instance.workflow} "
-                           f"{str(instance.pk)[:8]}",
+                           f"{instance.name}",
             original=instance, object_id=str(instance.pk), can_change=can_change,
-            commands=commands, state_form=state_form, can_edit_state=state_refusal is None,
+            commands=[b for b in commands if b.allowed],
+            unavailable=[b for b in commands if not b.allowed], state_form=state_form,
+            can_edit_state=found["update_state"].allowed,
+            skippable_operation=next(
+                (op.id for op in instance.snap.operations
+                 if op.step == instance.current_step and op.status == "queued"), None)
+            if found["skip_operation"].allowed else None,
             has_delete_permission=self.has_delete_permission(request, instance),
             **instance_context(request, instance), **(extra_context or {}))
         return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",

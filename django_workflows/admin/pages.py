@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import asdict
 from typing import Any
 
 from django.core.paginator import Paginator
@@ -13,15 +14,15 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from .. import registry
+from .. import clock, engine, registry
 from ..engine import Workflow
 from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
-from ..queries import live_operations, marks_of
+from ..queries import LiveOperation, live_operations, marks_of
 
 EVENTS_PER_PAGE = 25
 LOG_LINES = 10
-IN_FLIGHT = ("queued", "running", "waiting", "retrying")
+TASKS_SHOWN = 10  # the newest of an instance's tasks, on its page
 
 
 def change_url(instance_id: Any) -> str:
@@ -36,27 +37,27 @@ def diagram(definition: Workflow | None, instance: WorkflowInstance | None = Non
     return mark_safe(to_svg(definition, marks))  # to_svg escapes every text it draws
 
 
-def _operation_rows(definition: Workflow | None, operations: list[dict[str, Any]],
-                    depth: int = 0) -> list[dict[str, Any]]:
+def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
+                    ) -> list[dict[str, Any]]:
     rows = []
-    for op in operations:
-        found = definition.find_operation(op["id"]) if definition else None
-        progress = op.get("progress") or None
+    now = clock.now()
+    pending = [(live.operation, 0) for live in reversed(operations)]
+    while pending:  # depth first, each operation's children after it
+        op, depth = pending.pop()
+        found = definition.find_operation(op.id) if definition else None
+        progress = op.progress
         percent = None
-        if progress and progress.get("total"):
-            percent = max(0.0, min(100.0, 100.0 * progress["current"] / progress["total"]))
-        error = op.get("error")
+        if progress is not None and progress.total:
+            percent = max(0.0, min(100.0, 100.0 * progress.current / progress.total))
         rows.append({
-            "id": op["id"], "title": op.get("title") or op["id"], "depth": depth,
-            "indent": depth * 1.5, "step": op.get("step"), "status": op.get("status", "idle"),
-            "attempt": op.get("attempt", 0),
+            "id": op.id, "title": op.title or op.id, "depth": depth, "indent": depth * 1.5,
+            "step": op.step, "status": op.status, "attempt": op.attempt,
             "max_attempts": found.max_attempts if found else None,
-            "progress": progress, "percent": percent,
-            "logs": list(op.get("logs") or ())[-LOG_LINES:],
-            "error": f"{error['name']}: {error['message']}" if error else "",
-            "in_flight": op.get("status") in IN_FLIGHT,
+            "progress": progress, "percent": percent, "logs": list(op.logs[-LOG_LINES:]),
+            "error": f"{op.error.name}: {op.error.message}" if op.error else "",
+            "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
         })
-        rows += _operation_rows(definition, list(op.get("children") or ()), depth + 1)
+        pending += [(child, depth + 1) for child in reversed(op.children)]
     return rows
 
 
@@ -65,19 +66,25 @@ def operations_of(instance: WorkflowInstance) -> list[dict[str, Any]]:
     return _operation_rows(registry.find(instance.workflow), live_operations(instance))
 
 
+def _branches(instance: WorkflowInstance) -> list[dict[str, Any]]:
+    return [{"step": b.step, "id": b.id, "status": b.status, "error": b.error}
+            for b in instance.snap.parallel]
+
+
 def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
     """What the instance page polls while work runs."""
     operations = operations_of(instance)
     return {
         "id": str(instance.pk), "status": instance.status,
         "status_label": instance.get_status_display(), "revision": instance.revision,
-        "current_step": instance.current_step, "errors": instance.errors,
+        "current_step": instance.current_step, "errors": list(instance.snap.errors),
         "finished": instance.is_finished,
         "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
-                                                   "progress", "percent", "logs", "error",
-                                                   "in_flight")} for row in operations],
-        "parallel": [{"step": b["step"], "id": b["id"], "status": b["status"],
-                      "error": b.get("error")} for b in instance.parallel],
+                                                   "percent", "logs", "error", "in_flight",
+                                                   "feedback")}
+                       | {"progress": asdict(row["progress"]) if row["progress"] else None}
+                       for row in operations],
+        "parallel": _branches(instance),
     }
 
 
@@ -99,14 +106,18 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
         child["url"] = change_url(child["id"])
         child["status_label"] = Status(child["status"]).label
     operations = operations_of(instance)
+    tasks = list(instance.tasks.select_related("claimed_by", "completed_by")
+                 .order_by("-created_at")[:TASKS_SHOWN])
+    for task in tasks:
+        task.url = reverse("admin:django_workflows_workflowtask_change", args=[task.pk])
     return {
-        "instance": instance, "definition": definition,
+        "instance": instance, "definition": definition, "tasks": tasks,
         "diagram": diagram(definition, instance),
         "operations": operations,
         "has_live_work": any(row["in_flight"] for row in operations)
-        or any(b.get("status") == "running" for b in instance.parallel),
-        "branches": instance.parallel,
-        "rollback_items": (instance.rollback_plan or {}).get("items") or [],
+        or any(b.status == "running" for b in instance.snap.parallel),
+        "branches": _branches(instance),
+        "rollback_items": instance.snap.rollback.items if instance.snap.rollback else (),
         "children": children,
         "nested_url": change_url(instance.nested_id) if instance.nested_id else None,
         "parent_url": change_url(instance.parent_id) if instance.parent_id else None,

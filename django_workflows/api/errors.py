@@ -27,6 +27,8 @@ from ..exceptions import (
     InstanceNotFound,
     InvalidState,
     MigrationRequired,
+    NotAllowed,
+    ReferenceTaken,
     StaleRevision,
     StateTooLarge,
     UnknownWorkflow,
@@ -76,10 +78,25 @@ def state_fields(error: InvalidState) -> dict[str, list[str]]:
     return fields or {"state": [error.reason]}
 
 
+def input_fields(error: WorkflowNotMoved) -> dict[str, list[str]]:
+    """A task input's errors, named from the request body (``input.<field>``)."""
+    fields: dict[str, list[str]] = {}
+    for problem in error.field_errors:
+        fields.setdefault(f"input.{problem.field}" if problem.field else "input",
+                          []).append(problem.message)
+    return fields or {"input": [error.reason]}
+
+
 def workflow_error(exc: Exception) -> Response | None:
     """The answer to one of the service's errors, with its status; None for any other."""
     if isinstance(exc, InvalidState):
         return Response(error_body(exc.reason, exc.code, state_fields(exc)),
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ReferenceTaken):
+        return Response({**error_body(exc.reason, exc.code), "id": exc.existing},
+                        status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_input":
+        return Response(error_body(exc.reason, exc.code, input_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, StateTooLarge):
         return Response(error_body(exc.reason, exc.code),
@@ -97,6 +114,8 @@ def workflow_error(exc: Exception) -> Response | None:
     if isinstance(exc, IdempotencyConflict):
         return Response(error_body(str(exc), IDEMPOTENCY_CONFLICT),
                         status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    if isinstance(exc, NotAllowed):
+        return Response(error_body(str(exc), exc.code), status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, InstanceNotFound):
         return Response(error_body(str(exc), "not_found"), status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, UnknownWorkflow):  # the instance is there; its definition is not

@@ -12,6 +12,7 @@ from typing import Any
 import django_filters
 from django import forms
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django_filters.fields import IsoDateTimeField, RangeField
 from django_filters.rest_framework import DjangoFilterBackend
@@ -55,6 +56,26 @@ class TimeRangeFilter(django_filters.IsoDateTimeFromToRangeFilter):
     field_class = UTCDateTimeRangeField
 
 
+class UserIdField(forms.Field):
+    """A user id as the user model's primary key column takes it; None when empty.
+
+    Only its form is checked, never whether such a user exists: a filter must not
+    tell a missing user from one without instances.
+    """
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        try:  # clean(): the column's type and range (a number too big for it is malformed)
+            return get_user_model()._meta.pk.clean(value, None)
+        except (DjangoValidationError, ValueError):
+            raise forms.ValidationError("Enter a user id.", "invalid") from None
+
+
+class UserIdFilter(django_filters.Filter):
+    field_class = UserIdField
+
+
 class InstanceFilter(django_filters.FilterSet):
     """``?workflow=&status=&current_step=&owner=&created_after=&updated_before=...``"""
 
@@ -62,8 +83,8 @@ class InstanceFilter(django_filters.FilterSet):
     status = django_filters.MultipleChoiceFilter(
         choices=Status.choices, help_text="One status, or several (status=running&status=blocked).")
     current_step = django_filters.CharFilter(help_text="A step id.")
-    owner = django_filters.ModelChoiceFilter(
-        queryset=get_user_model().objects.all(), help_text="The owner's user id.")
+    reference = django_filters.CharFilter(help_text="Your reference for it (exact).")
+    owner = UserIdFilter(help_text="The owner's user id (no such user: no instances).")
     created = TimeRangeFilter(
         field_name="created_at", help_text="created_after / created_before (ISO 8601).")
     updated = TimeRangeFilter(
@@ -71,7 +92,8 @@ class InstanceFilter(django_filters.FilterSet):
 
     class Meta:
         model = WorkflowInstance
-        fields = ["workflow", "status", "current_step", "owner", "created", "updated"]
+        fields = ["workflow", "status", "current_step", "reference", "owner", "created",
+                  "updated"]
 
 
 class StableOrdering(OrderingFilter):

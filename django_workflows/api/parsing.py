@@ -2,42 +2,52 @@
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from typing import Any
 
+from django.utils.http import parse_header_parameters
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 
+from .. import jsontext
+
 IF_MATCH_PATTERN = r'^(\*|(W/)?"[0-9]+"|[0-9]+)$'
 IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range for a JSON number")
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
+# A revision is a 64-bit integer at most, on every database (19 digits); an If-Match
+# with a longer number is read as this one, which no instance reaches.
+MAX_REVISION_DIGITS = 19
+BEYOND_ANY_REVISION = 2**63
 
 
 class JSONBodyParser(JSONParser):
-    """Strict JSON: no NaN or Infinity, no numbers that overflow, no endless nesting."""
+    """Strict JSON in UTF-8: no NaN or Infinity, no numbers that overflow, no endless nesting.
+
+    JSON is UTF-8 (RFC 8259 §8.1): a body may say ``charset=utf-8`` (in any case) or
+    nothing; another charset answers 415 rather than being decoded, since a decoder such
+    as UTF-7 turns harmless-looking bytes into markup (``+ADw-`` is ``<``).
+    """
 
     def parse(self, stream: Any, media_type: str | None = None,
               parser_context: dict[str, Any] | None = None) -> Any:
-        encoding = (parser_context or {}).get("encoding", "utf-8")
+        charset = declared_charset(media_type or "")
+        if charset is not None and charset.lower() != "utf-8":
+            raise exceptions.UnsupportedMediaType(
+                media_type, detail=f"JSON must be sent as UTF-8, not {charset[:40]!r}: "
+                                   "send charset=utf-8 or no charset.",
+                code="unsupported_charset")
         try:
-            return json.loads(stream.read().decode(encoding), parse_float=_finite,
-                              parse_constant=_no_constant)
-        except RecursionError:
+            return jsontext.loads(stream.read().decode("utf-8"))
+        except jsontext.NestedTooDeeply:
             raise exceptions.ParseError("JSON parse error - nested too deeply") from None
         except ValueError as error:  # also UnicodeDecodeError
             raise exceptions.ParseError(f"JSON parse error - {error}") from None
+
+
+def declared_charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, unquoted; None without one."""
+    _, parameters = parse_header_parameters(content_type)
+    return parameters.get("charset")
 
 
 class BadHeader(exceptions.APIException):
@@ -51,9 +61,14 @@ def expected_revision(request: Request) -> int | None:
     if value is None or value.strip() == "*":
         return None
     if not re.fullmatch(IF_MATCH_PATTERN, value.strip()):
-        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value!r}',
+        raise BadHeader(f'If-Match must name one revision, such as "3"; got {value[:60]!r}',
                         "invalid_if_match")
-    return int(value.strip().removeprefix("W/").strip('"'))
+    digits = value.strip().removeprefix("W/").strip('"').lstrip("0") or "0"
+    if len(digits) > MAX_REVISION_DIGITS:
+        # int() refuses numbers of more than 4300 digits. Such a tag is well formed; it
+        # names a revision no instance has, so it is stale (412 with the current ETag).
+        return BEYOND_ANY_REVISION
+    return int(digits)
 
 
 def idempotency_key(request: Request) -> str | None:

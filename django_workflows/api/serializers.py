@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any, get_args
+from functools import cache
+from typing import Any, get_args, get_type_hints
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import registry
-from ..engine import Workflow
+from .. import clock, engine, registry, services
+from ..engine import BranchSnapshot, Workflow
+from ..engine.feedback import Phase
 from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
-from ..queries import live_operations
+from ..queries import LiveOperation, live_operations
 from ..storable import json_problems
 
 OPERATION_STATUSES = list(get_args(OperationStatus))
@@ -41,6 +45,17 @@ class StateField(serializers.DictField):
         return value
 
 
+class ReferenceField(serializers.CharField):
+    """A reference: printable text a database can store, blank meaning none."""
+
+    def to_internal_value(self, data: Any) -> str | None:
+        value = super().to_internal_value(data)
+        if json_problems(value):
+            raise serializers.ValidationError("This text must not contain NUL characters or "
+                                              "unpaired surrogates.")
+        return value or None
+
+
 # -- input ---------------------------------------------------------------------------
 
 
@@ -49,10 +64,42 @@ class CreateInstanceSerializer(serializers.Serializer):
     state = StateField(required=False, help_text="The initial state; default: the "
                                                   "definition's initial state.")
     start = serializers.BooleanField(default=False, help_text="Start it at once.")
+    reference = ReferenceField(required=False, allow_null=True, max_length=200,
+                               help_text="Your own name for it (an order number): at most "
+                                         "one instance per workflow has it.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["workflow"].choices = sorted(d.id for d in registry.all_definitions())
+
+    def validate_workflow(self, value: str) -> str:
+        definition = registry.find(value)
+        if definition is not None and definition.nested_only:
+            raise serializers.ValidationError(
+                f'"{value}" only runs as the nested child of another workflow; create that '
+                "one instead.", code="nested_only")
+        return value
+
+
+def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Field:
+    """The API field of what a command takes; its type comes from the command's declaration."""
+    kind = get_type_hints(command)[name]
+    if kind == str | None:
+        return serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                     max_length=1000, help_text=f"The {name}, if any.")
+    if kind == Mapping[str, Any] | None:
+        return StateField(required=False, allow_null=True, help_text=f"The {name}.")
+    raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
+
+
+@cache
+def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
+                 ) -> type[serializers.Serializer]:
+    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
+    what the URL already ``given`` (a task command's ``task``)."""
+    fields = {name: _field_for(command, name) for name in command.takes() if name not in given}
+    name = "".join(part.title() for part in command.name.split("_")) + "Body"
+    return type(name, (serializers.Serializer,), fields)
 
 
 class StateSerializer(serializers.Serializer):
@@ -75,6 +122,12 @@ class ErrorSerializer(serializers.Serializer):
 class ProgressSerializer(serializers.Serializer):
     current = serializers.FloatField()
     total = serializers.FloatField(allow_null=True)
+    message = serializers.CharField(allow_null=True)
+
+
+class FeedbackSerializer(serializers.Serializer):
+    phase = serializers.ChoiceField(choices=list(get_args(Phase)))
+    percent = serializers.IntegerField(allow_null=True)
     message = serializers.CharField(allow_null=True)
 
 
@@ -126,6 +179,9 @@ class OperationSerializer(serializers.Serializer):
                                                                          "attempt's last sign.")
     metadata = serializers.DictField()
     logs = serializers.ListField(child=serializers.CharField())
+    feedback = FeedbackSerializer(help_text="How to show it now: `none` (finished, or just "
+                                            "started), `activity`, `determinate` (a "
+                                            "percent), `indeterminate`, `status` (stalled).")
     children = OperationChildrenField()
 
 
@@ -136,30 +192,42 @@ class BranchSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True)
 
 
-def operation_view(operation: dict[str, Any]) -> dict[str, Any]:
+def operation_view(live: LiveOperation, now: float) -> dict[str, Any]:
     """An operation as the API shows it: times in ISO 8601, no fencing token."""
-    progress = operation.get("progress")
+    op = live.operation
     return {
-        "id": operation["id"], "step": operation.get("step", ""),
-        "title": operation.get("title") or operation["id"],
-        "description": operation.get("description"), "status": operation["status"],
-        "attempt": operation.get("attempt", 0),
-        "progress": None if progress is None else {
-            "current": progress.get("current", 0), "total": progress.get("total"),
-            "message": progress.get("message")},
-        "result": operation.get("result"), "error": operation.get("error"),
-        "started_at": _iso(operation.get("started_at")),
-        "completed_at": _iso(operation.get("completed_at")),
-        "retry_at": _iso(operation.get("retry_at")),
-        "heartbeat_at": operation.get("heartbeat_at"),
-        "metadata": operation.get("metadata") or {}, "logs": list(operation.get("logs") or []),
-        "children": [operation_view(child) for child in operation.get("children") or []],
+        "id": op.id, "step": op.step, "title": op.title or op.id,
+        "description": op.description, "status": op.status, "attempt": op.attempt,
+        "progress": asdict(op.progress) if op.progress is not None else None,
+        "result": op.result, "error": asdict(op.error) if op.error is not None else None,
+        "started_at": _iso(op.started_at), "completed_at": _iso(op.completed_at),
+        "retry_at": _iso(op.retry_at),
+        "heartbeat_at": None if live.heartbeat_at is None
+        else _datetime.to_representation(live.heartbeat_at),
+        "metadata": dict(op.metadata), "logs": list(op.logs),
+        "feedback": asdict(engine.feedback(op, now)),
+        "children": [operation_view(LiveOperation(child), now) for child in op.children],
     }
 
 
-def branch_view(branch: dict[str, Any]) -> dict[str, Any]:
-    return {"id": branch["id"], "step": branch.get("step", ""), "status": branch["status"],
-            "error": branch.get("error")}
+def branch_view(branch: BranchSnapshot) -> dict[str, Any]:
+    return {"id": branch.id, "step": branch.step, "status": branch.status,
+            "error": branch.error}
+
+
+VERDICT_SCHEMA = {
+    "type": "object", "required": ["allowed", "code", "message"],
+    "properties": {
+        "allowed": {"type": "boolean"},
+        "code": {**NULLABLE_STRING, "description": "Why not, for programs."},
+        "message": {**NULLABLE_STRING, "description": "Why not, for people."},
+    },
+}
+ACTIONS_SCHEMA = {
+    "type": "object", "description": "For each command: would it be accepted now, for you?",
+    "properties": dict.fromkeys(engine.ACTIONS, VERDICT_SCHEMA),
+    "required": list(engine.ACTIONS),
+}
 
 
 class NestedInstanceSerializer(serializers.Serializer):
@@ -183,13 +251,14 @@ class InstanceSerializer(serializers.ModelSerializer):
     operations = serializers.SerializerMethodField()
     parallel = serializers.SerializerMethodField()
     nested = serializers.SerializerMethodField()
+    actions = serializers.SerializerMethodField()
 
     class Meta:
         model = WorkflowInstance
         fields = ["id", "workflow", "version", "status", "state", "current_step",
                   "completed_steps", "skipped_steps", "history", "errors", "operations",
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
-                  "completed_at"]
+                  "completed_at", "reference", "actions"]
         read_only_fields = fields
 
     @extend_schema_field(NULLABLE_STRING)
@@ -199,11 +268,19 @@ class InstanceSerializer(serializers.ModelSerializer):
     @extend_schema_field(OperationSerializer(many=True))
     def get_operations(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
         attempts = self.context.get("attempts")  # a list's, read once for the page
-        return [operation_view(op) for op in live_operations(instance, attempts)]
+        now = clock.now()
+        return [operation_view(op, now) for op in live_operations(instance, attempts)]
 
     @extend_schema_field(BranchSerializer(many=True))
     def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
-        return [branch_view(branch) for branch in instance.parallel]
+        return [branch_view(branch) for branch in instance.snap.parallel]
+
+    @extend_schema_field(ACTIONS_SCHEMA)
+    def get_actions(self, instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        verdicts = services.applies(instance, user=user, commands=engine.ACTIONS.values())
+        return {name: asdict(verdict) for name, verdict in verdicts.items()}
 
     @extend_schema_field(NestedInstanceSerializer(allow_null=True))
     def get_nested(self, instance: WorkflowInstance) -> dict[str, Any] | None:
@@ -262,6 +339,7 @@ class StepSerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
     advance = serializers.ChoiceField(choices=["manual", "auto"])
+    skippable = serializers.BooleanField(help_text="False: `skip` is refused on this step.")
 
 
 class TransitionSerializer(serializers.Serializer):
@@ -298,7 +376,8 @@ class WorkflowSerializer(serializers.Serializer):
 
     @extend_schema_field(StepSerializer(many=True))
     def get_steps(self, definition: Workflow) -> list[dict[str, Any]]:
-        return [{"id": s.id, "title": s.title, "advance": s.advance} for s in definition.steps]
+        return [{"id": s.id, "title": s.title, "advance": s.advance, "skippable": s.skippable}
+                for s in definition.steps]
 
     @extend_schema_field(TransitionSerializer(many=True))
     def get_transitions(self, definition: Workflow) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.urls import NoReverseMatch, reverse
@@ -21,13 +20,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from .. import registry, services
-from ..exceptions import WorkflowNotMoved
+from .. import engine, registry, services
 from ..models import WorkflowEvent, WorkflowInstance
-from ..permissions import definition_allows
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
-from .errors import exception_handler, workflow_error
+from .errors import exception_handler
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import JSONBodyParser, etag, expected_revision, idempotency_key
 from .permissions import InstanceAccess, listed, visible_instances
@@ -48,6 +45,7 @@ from .serializers import (
     WorkflowDetailSerializer,
     WorkflowSerializer,
     children_of,
+    command_body,
 )
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -110,53 +108,6 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
         return Response(WorkflowDetailSerializer(definition).data)
 
 
-class Answer:
-    """The answer to a command: the one stored with its idempotency key, or a replay of it.
-
-    The service calls :meth:`respond` inside the command's transaction when a
-    key is given, and stores what it returns; a request repeated with the
-    key gets exactly that again.
-    """
-
-    def __init__(self, view: InstanceViewSet, success: int) -> None:
-        self.view = view
-        self.success = success
-        self.first: tuple[int, Any] | None = None
-
-    def respond(self, instance: WorkflowInstance | None, refusal: WorkflowNotMoved | None
-                ) -> tuple[int, Any]:
-        if refusal is not None:
-            refused = workflow_error(refusal)
-            assert refused is not None
-            self.first = (refused.status_code, refused.data)
-        else:
-            assert instance is not None
-            self.first = (self.success, json.loads(json.dumps(self.view.represent(instance))))
-        return self.first
-
-    def response(self, instance: WorkflowInstance) -> Response:
-        headers = {}
-        replayed = getattr(instance, "replayed", None)
-        if replayed is not None:
-            status_code, body = replayed
-            headers["Idempotent-Replayed"] = "true"
-        elif self.first is not None:
-            status_code, body = self.first
-        else:
-            status_code, body = self.success, self.view.represent(instance)
-        if isinstance(body, dict) and "revision" in body:
-            headers["ETag"] = etag(body["revision"])
-        if status_code == status.HTTP_201_CREATED:
-            headers["Location"] = self.view.location_of(instance)
-        return Response(body, status=status_code, headers=headers)
-
-
-def _command_schema(name: str, summary: str) -> Any:
-    return extend_schema(operation_id=f"instances_{name}", summary=summary, request=None,
-                         parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
-                         responses=ACTION_RESPONSES)
-
-
 @extend_schema_view(
     list=extend_schema(summary="Instances you may see", responses={
         200: InstanceSerializer(many=True), 400: error_response("A bad filter value."),
@@ -192,13 +143,6 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
     ordering = ["-created_at"]
     pagination_class = Pages
 
-    # What the access rules and the definition's permission hook are asked about.
-    @property
-    def workflow_action(self) -> str:
-        if self.action in ("retrieve", "events", "list"):
-            return "view"
-        return "update_state" if self.action == "state" else str(self.action)
-
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return WorkflowInstance.objects.none()
@@ -227,78 +171,46 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             "request": request, "children": children_of(page), "attempts": live_attempts(page)})
         return self.get_paginated_response(serializer.data)
 
+    def answer(self, instance: WorkflowInstance, status_code: int = status.HTTP_200_OK
+               ) -> Response:
+        """The instance after a change, rendered once the transaction committed."""
+        headers = {"ETag": etag(instance.revision)}
+        if getattr(instance, "replayed", False):
+            headers["Idempotent-Replayed"] = "true"
+        if status_code == status.HTTP_201_CREATED:
+            headers["Location"] = self.location_of(instance)
+        return Response(self.represent(instance), status=status_code, headers=headers)
+
     def create(self, request: Request) -> Response:
         serializer = CreateInstanceSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        if not definition_allows(request.user, data["workflow"], None, "create"):
-            raise exceptions.PermissionDenied(
-                f'You may not create instances of workflow "{data["workflow"]}".')
-        answer = Answer(self, status.HTTP_201_CREATED)
         instance = services.create(data["workflow"], state=data.get("state"),
-                                   start=data["start"], user=request.user,
-                                   idempotency_key=idempotency_key(request),
-                                   respond=answer.respond)
-        return answer.response(instance)
+                                   start=data["start"], reference=data.get("reference"),
+                                   user=request.user, idempotency_key=idempotency_key(request))
+        return self.answer(instance, status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         instance = self.get_object()
         return Response(self.represent(instance), headers={"ETag": etag(instance.revision)})
 
-    def _command(self, request: Request, name: str) -> Response:
+    def give(self, request: Request, declared: type[engine.PersonCommand]) -> Response:
+        """Give the command ``declared`` to the instance, with what the body says it takes."""
         instance = self.get_object()
         body = request.data
         if not isinstance(body, dict):
             raise exceptions.ValidationError({"non_field_errors": [
                 "Send no body, or a JSON object."]})
-        revision, key = expected_revision(request), idempotency_key(request)
-        answer = Answer(self, status.HTTP_200_OK)
+        taken = command_body(declared)(data=body)
+        taken.is_valid(raise_exception=True)
+        key = idempotency_key(request)
         moved = services.command(
-            instance, name, user=request.user, expected_revision=revision, idempotency_key=key,
-            fingerprint=fingerprint_of(name, str(instance.pk), dict(body)) if key else None,
-            respond=answer.respond)
-        return answer.response(moved)
-
-    @_command_schema("start", "Start an idle instance")
-    @action(detail=True, methods=["post"])
-    def start(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "start")
-
-    @_command_schema("next", "Validate and leave the current step, then follow the "
-                             "transitions")
-    @action(detail=True, methods=["post"])
-    def next(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "next")
-
-    @_command_schema("back", "Go back to the previous step")
-    @action(detail=True, methods=["post"])
-    def back(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "back")
-
-    @_command_schema("skip", "Skip the current step")
-    @action(detail=True, methods=["post"])
-    def skip(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "skip")
-
-    @_command_schema("validate", "Validate the current step (errors: blocked)")
-    @action(detail=True, methods=["post"])
-    def validate(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "validate")
-
-    @_command_schema("retry", "Retry a failed or blocked instance")
-    @action(detail=True, methods=["post"])
-    def retry(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "retry")
-
-    @_command_schema("cancel", "Cancel the instance")
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "cancel")
-
-    @_command_schema("rollback", "Undo what was done and return to idle")
-    @action(detail=True, methods=["post"])
-    def rollback(self, request: Request, pk: str | None = None) -> Response:
-        return self._command(request, "rollback")
+            instance, declared.name, user=request.user,
+            expected_revision=expected_revision(request), idempotency_key=key,
+            # The whole body: the same key with anything else in it is another request.
+            fingerprint=fingerprint_of(declared.name, str(instance.pk), body) if key else None,
+            **taken.validated_data)
+        return self.answer(moved)
 
     @extend_schema(operation_id="instances_update_state", summary="Replace the state",
                    request=StateSerializer, parameters=[IF_MATCH, ETAG], responses={
@@ -317,7 +229,7 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         moved = services.update_state(instance, serializer.validated_data["state"],
                                       user=request.user,
                                       expected_revision=expected_revision(request))
-        return Response(self.represent(moved), headers={"ETag": etag(moved.revision)})
+        return self.answer(moved)
 
     @extend_schema(summary="The event log, oldest first", responses={
         200: EventSerializer(many=True), **NOT_ALLOWED, 404: UNKNOWN_INSTANCE})
@@ -327,3 +239,23 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         events = WorkflowEvent.objects.filter(instance=instance).order_by("sequence")
         page = self.paginate_queryset(events)
         return self.get_paginated_response(EventSerializer(page, many=True).data)
+
+
+def _action_for(declared: type[engine.PersonCommand]) -> Any:
+    """``POST /api/instances/<id>/<name>/`` for a declared command, with its OpenAPI entry."""
+    def run(self: InstanceViewSet, request: Request, pk: str | None = None) -> Response:
+        return self.give(request, declared)
+
+    run.__name__ = declared.name
+    run.__doc__ = declared.summary
+    body = command_body(declared)
+    described = extend_schema(operation_id=f"instances_{declared.name}",
+                              summary=declared.summary,
+                              request=body if body().fields else None,
+                              parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
+                              responses=ACTION_RESPONSES)
+    return described(action(detail=True, methods=["post"], url_path=declared.name)(run))
+
+
+for _name, _declared in engine.ACTIONS.items():
+    setattr(InstanceViewSet, _name, _action_for(_declared))

@@ -4,28 +4,36 @@ It turns (definition, snapshot, command) into (new snapshot, events,
 effects). The service layer stores snapshots and carries out effects.
 """
 
-from .apply import Machine, apply, definitions_of, deliver, load, new_instance
+from .apply import ALLOWED, Verdict, applies, apply, definitions_of, deliver, load, new_instance
 from .attempts import AttemptSink, OperationContext, Work, execute, find_work
+from .change import Change, Env
 from .commands import (
+    ACTIONS,
     COMMANDS,
+    TASK_COMMANDS,
     AttemptFinished,
     AttemptInterrupted,
     AttemptOutcome,
     AttemptStarted,
     Back,
     Cancel,
+    Claim,
     Command,
+    Complete,
     DeadlineDue,
     Next,
+    PersonCommand,
+    Release,
     Retry,
     Rollback,
     Skip,
+    SkipOperation,
     Start,
     UpdateState,
     Validate,
 )
 from .context import HookContext
-from .definition import Branch, Operation, Step, Transition, Workflow
+from .definition import Branch, Operation, Step, Task, Transition, Workflow
 from .errors import (
     Cancelled,
     DefinitionError,
@@ -37,19 +45,21 @@ from .errors import (
     StaleOperation,
     WorkflowError,
 )
-from .machine import Env
+from .feedback import Feedback, feedback
 from .outcome import (
     EVENT_TYPES,
     ClearDeadline,
+    DeadlineKind,
     Effect,
     Event,
     Outcome,
     RunAttempt,
+    SaveTask,
     SetDeadline,
     StopAttempt,
     changed_nodes,
 )
-from .schema import FieldError, validate_state
+from .schema import FieldError, check_state, validate_state
 from .snapshot import (
     BranchSnapshot,
     ErrorInfo,
@@ -57,20 +67,24 @@ from .snapshot import (
     Progress,
     RollbackItem,
     RollbackPlan,
+    TaskSnapshot,
     WorkflowSnapshot,
     from_json,
     to_json,
 )
 
 __all__ = [
-    "COMMANDS", "EVENT_TYPES", "AttemptFinished", "AttemptInterrupted", "AttemptOutcome",
-    "AttemptSink", "AttemptStarted", "Back", "Branch", "BranchSnapshot", "Cancel", "Cancelled",
-    "ClearDeadline", "Command", "DeadlineDue", "DefinitionError", "Effect", "Env", "ErrorInfo",
-    "Event", "FieldError", "HookContext", "InvalidState", "Machine", "MigrationRequired", "Next",
+    "ACTIONS", "ALLOWED", "COMMANDS", "EVENT_TYPES", "TASK_COMMANDS", "AttemptFinished",
+    "AttemptInterrupted", "AttemptOutcome", "AttemptSink", "AttemptStarted", "Back", "Branch",
+    "BranchSnapshot", "Cancel", "Cancelled", "Change", "Claim", "ClearDeadline", "Command",
+    "Complete", "DeadlineDue", "DeadlineKind", "DefinitionError", "Effect", "Env", "ErrorInfo",
+    "Event", "Feedback", "FieldError", "HookContext", "InvalidState", "MigrationRequired", "Next",
     "Operation", "OperationBlockedError", "OperationContext", "OperationInterruptedError",
-    "OperationSnapshot", "OperationTimeoutError", "Outcome", "Progress", "Retry", "Rollback",
-    "RollbackItem", "RollbackPlan", "RunAttempt", "SetDeadline", "Skip", "StaleOperation",
-    "Start", "Step", "StopAttempt", "Transition", "UpdateState", "Validate", "Work", "Workflow",
-    "WorkflowError", "WorkflowSnapshot", "apply", "changed_nodes", "definitions_of", "deliver",
-    "execute", "find_work", "from_json", "load", "new_instance", "to_json", "validate_state",
+    "OperationSnapshot", "OperationTimeoutError", "Outcome", "PersonCommand", "Progress",
+    "Release", "Retry", "Rollback", "RollbackItem", "RollbackPlan", "RunAttempt", "SaveTask",
+    "SetDeadline", "Skip", "SkipOperation", "StaleOperation", "Start", "Step", "StopAttempt",
+    "Task", "TaskSnapshot", "Transition", "UpdateState", "Validate", "Verdict", "Work", "Workflow",
+    "WorkflowError", "WorkflowSnapshot", "applies", "apply", "changed_nodes", "check_state",
+    "definitions_of", "deliver", "execute", "feedback", "find_work", "from_json", "load",
+    "new_instance", "to_json", "validate_state",
 ]

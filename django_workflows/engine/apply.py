@@ -1,39 +1,21 @@
-"""The engine's entry points: new instances, loading (with migration), commands."""
+"""The engine's entry points: new instances, loading (with migration), commands, what applies."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .commands import (
-    AttemptFinished,
-    AttemptInterrupted,
-    AttemptStarted,
-    Back,
-    Cancel,
-    Command,
-    DeadlineDue,
-    Next,
-    Retry,
-    Rollback,
-    Skip,
-    Start,
-    UpdateState,
-    Validate,
-)
+from .change import Change, Env
+from .commands import COMMANDS, Command, PersonCommand
+from .context import resolve as resolve_awaitable
 from .definition import Workflow
-from .errors import InvalidState, MigrationRequired, WorkflowError
-from .machine import Env, HookFailed, Refused
-from .navigation import NavigationMixin, check_state
+from .errors import Allowed, HookFailed, InvalidState, MigrationRequired, Refused, WorkflowError
 from .outcome import Event, Outcome
-from .results import WorkResultsMixin
-from .rollback import RollbackMixin
+from .rules.steps import child_changed, settle
+from .schema import check_state
 from .snapshot import WorkflowSnapshot, from_json, new_snapshot
-
-
-class Machine(NavigationMixin, WorkResultsMixin, RollbackMixin):
-    """One instance (and its nested children) changed by one command."""
 
 
 def new_instance(definition: Workflow, env: Env, state: Mapping[str, Any] | None = None
@@ -61,28 +43,23 @@ def load(definition: Workflow, data: Mapping[str, Any], *, nested: bool = False
         message = f'{what} "{definition.id}" requires a migration from version {version}'
         if definition.migrate is None:
             raise MigrationRequired(message)
-        migrated = definition.migrate(copy.deepcopy(dict(data)))
+        # A migration may be a coroutine, as every other hook may.
+        migrated = resolve_awaitable(definition.migrate(copy.deepcopy(dict(data))))
         if migrated is None:
             raise MigrationRequired(message)
         data = {**migrated, "version": definition.version}
     return from_json(data)
 
 
-_RUN: dict[type[Command], Callable[[Machine, Any], None]] = {
-    Start: lambda m, c: m.start(),
-    Next: lambda m, c: m.next(),
-    Back: lambda m, c: m.back(),
-    Skip: lambda m, c: m.skip(),
-    Validate: lambda m, c: m.validate(),
-    Retry: lambda m, c: m.retry(),
-    Cancel: lambda m, c: m.cancel(),
-    Rollback: lambda m, c: m.rollback(),
-    UpdateState: lambda m, c: m.update_state(c.value),
-    AttemptStarted: lambda m, c: m.attempt_started(c.token),
-    AttemptFinished: lambda m, c: m.attempt_finished(c.token, c.outcome),
-    AttemptInterrupted: lambda m, c: m.attempt_interrupted(c.token),
-    DeadlineDue: lambda m, c: m.deadline_due(c.kind, c.token),
-}
+def _changes_to(definition: Workflow, snapshot: WorkflowSnapshot, env: Env,
+                target: str | None, *, dry: bool = False) -> list[Change]:
+    """A Change for each instance from the root down to ``target`` (the root by default)."""
+    changes = [Change(definition, snapshot, env, dry=dry)]
+    while target is not None and changes[-1].snap.id != target:
+        if changes[-1].snap.nested is None:
+            raise WorkflowError(f"Instance {target} is not part of instance {snapshot.id}")
+        changes.append(changes[-1].child())
+    return changes
 
 
 def apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, env: Env, *,
@@ -93,65 +70,107 @@ def apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, en
     ancestors of a changed child then follow it (an auto step moves on once
     its child completed, a failed child fails its parent step).
     """
-    machines = [Machine(definition, snapshot, env)]
-    while target is not None and machines[-1].snap.id != target:
-        if machines[-1].snap.nested is None:
-            raise WorkflowError(f"Instance {target} is not part of instance {snapshot.id}")
-        machines.append(machines[-1].child_machine())
-    machine = machines[-1]
+    changes = _changes_to(definition, snapshot, env, target)
+    change = changes[-1]
     refusal: Refused | None = None
     error: str | None = None
     try:
-        _RUN[type(command)](machine, command)
+        type(command).rule(change, command)
+        settle(change)
     except Refused as refused:
         refusal = refused
     except HookFailed as failed:
         error = failed.message
-    for parent, child in zip(reversed(machines[:-1]), reversed(machines[1:]), strict=True):
+    for parent, child in zip(reversed(changes[:-1]), reversed(changes[1:]), strict=True):
         changed = child.snap is not parent.snap.nested
         parent.set(nested=child.snap)
         if changed:
             try:
-                parent.child_changed()
+                child_changed(parent)
+                settle(parent)
             except HookFailed as failed:
                 error = error or failed.message
-    return Outcome(snapshot=machines[0].snap, events=tuple(machine.events),
-                   effects=tuple(machine.effects), moved=refusal is None,
+    collected = change.collected
+    return Outcome(snapshot=changes[0].snap, events=tuple(collected.events),
+                   effects=tuple(collected.effects), detached=tuple(collected.detached),
+                   moved=refusal is None,
                    code=refusal.code if refusal else None,
                    message=refusal.message if refusal else None, error=error,
                    field_errors=refusal.field_errors if refusal else ())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a command would be accepted now, and if not, the refusal's code and message."""
+
+    allowed: bool
+    code: str | None = None
+    message: str | None = None
+
+
+ALLOWED = Verdict(True)
+
+
+def applies(definition: Workflow, snapshot: WorkflowSnapshot, env: Env, *,
+            target: str | None = None, commands: Iterable[type[PersonCommand]] | None = None
+            ) -> dict[str, Verdict]:
+    """What each command would answer now, changing nothing.
+
+    Each command's own rule runs in a dry run up to the end of its checks
+    (``Change.checked``), so this answer and the command cannot disagree. The
+    checks call no hook with effects, only ``validate`` and the exit guards.
+    A hook that raises there counts as allowed: the command would record the
+    failure.
+    """
+    verdicts = {}
+    for command in commands if commands is not None else COMMANDS.values():
+        change = _changes_to(definition, snapshot, env, target, dry=True)[-1]
+        try:
+            command.rule(change, command())
+        except Refused as refusal:
+            verdicts[command.name] = Verdict(False, refusal.code, refusal.message)
+            continue
+        except (Allowed, HookFailed):
+            pass
+        verdicts[command.name] = ALLOWED
+    return verdicts
 
 
 def definitions_of(definition: Workflow, snapshot: WorkflowSnapshot,
                    resolve: Callable[[str], Workflow] | None = None) -> dict[str, Workflow]:
     """The definition of each instance of a tree, by instance id."""
     found = {snapshot.id: definition}
-    machine = Machine(definition, snapshot, Env(now=0.0, resolve=resolve))
-    while machine.snap.nested is not None:
-        machine = machine.child_machine()
-        found[machine.snap.id] = machine.definition
+    change = Change(definition, snapshot, Env(now=0.0, resolve=resolve))
+    while change.snap.nested is not None:
+        change = change.child()
+        found[change.snap.id] = change.definition
     return found
 
 
-def deliver(definition: Workflow, events: Iterable[Event],
+def deliver(definition: Workflow | None, events: Iterable[Event],
             receivers: Iterable[Callable[[Event], Any]] = ()) -> list[BaseException]:
     """Give each event to ``analytics`` then each receiver; their errors change nothing.
 
     An error goes to ``on_observer_error`` (whose own errors are swallowed);
-    the errors are returned so the caller can log them.
+    the errors are returned so the caller can log them. A receiver that raises
+    an ``ExceptionGroup`` reports each of its errors.
     """
-    sinks = [definition.analytics] if definition.analytics else []
+    sinks = [definition.analytics] if definition is not None and definition.analytics else []
     sinks.extend(receivers)
+    report = definition.on_observer_error if definition is not None else None
     errors: list[BaseException] = []
     for event in events:
         for sink in sinks:
             try:
                 sink(event)
-            except Exception as problem:
-                errors.append(problem)
-                if definition.on_observer_error is not None:
-                    try:
-                        definition.on_observer_error(problem)
-                    except Exception as nested_problem:
-                        errors.append(nested_problem)
+            except Exception as raised:
+                problems = list(raised.exceptions) if isinstance(raised, ExceptionGroup) \
+                    else [raised]
+                for problem in problems:
+                    errors.append(problem)
+                    if report is not None:
+                        try:
+                            report(problem)
+                        except Exception as nested_problem:
+                            errors.append(nested_problem)
     return errors

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
-from .definition import Branch, Operation, Step, Workflow, operation_timeout_message
+from .definition import Branch, Operation, Step, Workflow
 from .errors import (
     Cancelled,
     OperationBlockedError,
@@ -24,6 +24,8 @@ from .errors import (
     error_message,
     error_name,
 )
+from .limits import FLUSH_LINES, MAX_LOGS
+from .messages import CANCELLED, operation_timed_out
 from .snapshot import (
     AttemptKind,
     ErrorInfo,
@@ -33,9 +35,6 @@ from .snapshot import (
     WorkflowSnapshot,
     new_operation_snapshot,
 )
-from .stepwork import MAX_LOGS
-
-FLUSH_LINES = 50
 
 
 class AttemptSink(Protocol):
@@ -94,7 +93,7 @@ class OperationContext(HookContext):
     def __init__(self, *, sink: AttemptSink, attempt: int, snapshot: WorkflowSnapshot,
                  workflow: str, step: str | None, user: Any = None,
                  timeout: float | None = None, flush_interval: float = 1.0,
-                 parent: OperationContext | None = None) -> None:
+                 max_logs: int = MAX_LOGS, parent: OperationContext | None = None) -> None:
         super().__init__(state=snapshot.state, instance_id=snapshot.id, workflow=workflow,
                          step=step, user=user, stop_reason=self._reason)
         self._parent = parent
@@ -107,6 +106,7 @@ class OperationContext(HookContext):
         self._deadline = sink.now() + timeout if timeout else None
         self._timeout = timeout
         self._flush_interval = flush_interval
+        self._max_logs = max_logs
         self._unflushed: list[str] = []
         self._progress_dirty = False
         self._status: str | None = None
@@ -115,8 +115,12 @@ class OperationContext(HookContext):
 
     def _reason(self) -> str | None:
         if self._deadline is not None and self._sink.now() >= self._deadline:
-            return operation_timeout_message(self._timeout)
-        return self._parent._reason() if self._parent else self._sink.stop_reason()
+            return operation_timed_out(self._timeout)
+        if self._parent is None:
+            return self._sink.stop_reason()
+        if self._parent._closed:  # the attempt that started this child ended: it stops too
+            return CANCELLED
+        return self._parent._reason()
 
     def check_cancelled(self) -> None:
         reason = self._reason()
@@ -138,7 +142,8 @@ class OperationContext(HookContext):
         if self._closed:
             return
         self.logs.append(str(line))
-        del self.logs[:-MAX_LOGS]
+        if len(self.logs) > self._max_logs:
+            del self.logs[:len(self.logs) - self._max_logs]
         self._unflushed.append(str(line))
         self._flush(force=len(self._unflushed) >= FLUSH_LINES)
 
@@ -200,7 +205,8 @@ class OperationContext(HookContext):
             child = OperationContext(
                 sink=self._sink, attempt=attempt, snapshot=self._snapshot,
                 workflow=self.workflow, step=self.step, user=self.user,
-                timeout=operation.timeout, flush_interval=self._flush_interval, parent=self)
+                timeout=operation.timeout, flush_interval=self._flush_interval,
+                max_logs=operation.max_logs, parent=self)
             try:
                 value = run_user_code(operation.run, child)
             except (OperationBlockedError, Cancelled):
@@ -247,7 +253,8 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
         ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
                                workflow=work.definition.id,
                                step=current.step if current else None, user=user,
-                               timeout=operation.timeout, flush_interval=flush_interval)
+                               timeout=operation.timeout, flush_interval=flush_interval,
+                               max_logs=operation.max_logs)
         try:
             value = run_user_code(operation.run, ctx)
         except Exception as error:

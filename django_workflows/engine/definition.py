@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from .errors import DefinitionError
+from .limits import MAX_LOGS
 
 Hook = Callable[..., Any]
 Seconds = float | int | timedelta
@@ -30,16 +31,6 @@ def to_seconds(value: Seconds | None, *, what: str) -> float | None:
     if value < 0:
         raise DefinitionError(f"{what} must not be negative, got {value!r}")
     return float(value) if value > 0 else None
-
-
-def format_seconds(value: float) -> str:
-    """``60.0`` -> ``60s``, ``1.5`` -> ``1.5s``, as the timeout messages print them."""
-    return f"{value:g}s"
-
-
-def operation_timeout_message(timeout: float | None) -> str:
-    """The error of an operation attempt that outlived its ``timeout``."""
-    return f"Operation timed out after {format_seconds(timeout or 0)}"
 
 
 def _check_callable(value: Any, what: str, *, required: bool = False) -> None:
@@ -72,6 +63,7 @@ class Operation:
     max_retry_delay: Seconds | None = field(default=None, kw_only=True)
     timeout: Seconds | None = field(default=None, kw_only=True)
     rollback: Hook | None = field(default=None, kw_only=True)
+    max_logs: int = field(default=MAX_LOGS, kw_only=True)  # log lines kept, the newest
     # Operations that ``run`` starts with ``ctx.run_child``; declaring them lets
     # a rollback in another process find their ``rollback``.
     children: Sequence[Operation] = field(default=(), kw_only=True)
@@ -83,6 +75,9 @@ class Operation:
         _check_callable(self.rollback, f"{what}: rollback")
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
+        if isinstance(self.max_logs, bool) or not isinstance(self.max_logs, int) \
+                or self.max_logs < 0:
+            raise DefinitionError(f"{what}: max_logs must be an int >= 0, not {self.max_logs!r}")
         if not isinstance(self.backoff, int | float) or self.backoff < 1:
             raise DefinitionError(f"{what}: backoff must be a number >= 1, not {self.backoff!r}")
         set_ = object.__setattr__
@@ -130,6 +125,67 @@ class Branch:
         _check_callable(self.compensate, f'Branch "{self.id}": compensate')
 
 
+CANDIDATE_KINDS = ("user", "group", "perm")
+
+
+def check_candidates(value: Any, what: str) -> tuple[str, ...]:
+    """``["user:ann", "group:managers", "perm:app.codename"]``, each kind checked."""
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise DefinitionError(f"{what} must be a list of candidates, not {value!r}")
+    found = []
+    for candidate in value:
+        kind, _, name = candidate.partition(":") if isinstance(candidate, str) else ("", "", "")
+        if kind not in CANDIDATE_KINDS or not name or (kind == "perm" and "." not in name):
+            raise DefinitionError(
+                f'{what}: {candidate!r} is not a candidate: write "user:<username>", '
+                '"group:<name>" or "perm:<app_label>.<codename>"')
+        found.append(candidate)
+    return tuple(found)
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    """Input a person must give before a step moves on (DESIGN.md §7).
+
+    ``form`` is a JSON Schema or a pydantic model the input must satisfy;
+    ``candidates`` who may give it (or a hook of the context returning them,
+    asked when the task opens); ``exclude_owner`` keeps the instance's owner
+    out (nobody decides their own claim); past ``due`` the task is overdue and
+    ``escalate_to`` become candidates too. The input is merged into the state
+    under ``key`` (default: the step's id), or by ``merge(state, input)``.
+    """
+
+    form: Any
+    candidates: Sequence[str] | Hook = field(default=(), kw_only=True)
+    exclude_owner: bool = field(default=False, kw_only=True)
+    due: Seconds | None = field(default=None, kw_only=True)
+    escalate_to: Sequence[str] = field(default=(), kw_only=True)
+    key: str | None = field(default=None, kw_only=True)
+    merge: Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]] | None = field(
+        default=None, kw_only=True)
+    title: str | None = field(default=None, kw_only=True)
+
+    def check(self, what: str) -> None:
+        """Checked by its step, whose id the messages name."""
+        what = f"{what}: task"
+        if callable(self.candidates):
+            pass  # asked when the task opens
+        else:
+            object.__setattr__(self, "candidates",
+                               check_candidates(self.candidates, f"{what} candidates"))
+        object.__setattr__(self, "escalate_to",
+                           check_candidates(self.escalate_to, f"{what} escalate_to"))
+        object.__setattr__(self, "due", to_seconds(self.due, what=f"{what} due"))
+        _check_callable(self.merge, f"{what} merge")
+        if self.key is not None and (not isinstance(self.key, str) or not self.key):
+            raise DefinitionError(f"{what} key must be a non-empty string, not {self.key!r}")
+        if self.form is None:
+            raise DefinitionError(f"{what} needs a form: a JSON Schema or a pydantic model")
+        from .schema import check_schema  # jsonschema is imported only when used
+
+        check_schema(self.form, what, name="form")
+
+
 @dataclass(frozen=True, eq=False)
 class Step:
     """A step of a workflow. ``advance="auto"`` moves on once its work succeeded."""
@@ -146,10 +202,20 @@ class Step:
     parallel: Sequence[Branch | Hook] = field(default=(), kw_only=True)
     nested: Workflow | str | None = field(default=None, kw_only=True)
     advance: Advance = field(default="manual", kw_only=True)
+    # False: ``skip`` is refused on this step (``not_skippable``), whoever asks.
+    skippable: bool = field(default=True, kw_only=True)
+    task: Task | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Step")
         what = f'Step "{self.id}"'
+        if not isinstance(self.skippable, bool):
+            raise DefinitionError(f"{what}: skippable must be True or False, "
+                                  f"not {self.skippable!r}")
+        if self.task is not None:
+            if not isinstance(self.task, Task):
+                raise DefinitionError(f"{what}: task must be a Task, not {self.task!r}")
+            self.task.check(what)
         for name in ("enter", "leave", "validate", "when", "compensate"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         if self.advance not in ("manual", "auto"):
@@ -190,11 +256,15 @@ class Transition:
     source: str
     target: str
     when: Hook | None = field(default=None, kw_only=True)
+    label: str | None = field(default=None, kw_only=True)  # shown on the diagram
 
     def __post_init__(self) -> None:
         _check_id(self.source, "Transition source")
         _check_id(self.target, "Transition target")
         _check_callable(self.when, f'Transition "{self.source}" -> "{self.target}": when')
+        if self.label is not None and not isinstance(self.label, str):
+            raise DefinitionError(f'Transition "{self.source}" -> "{self.target}": label must '
+                                  f"be a string, not {self.label!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,6 +287,9 @@ class Workflow:
     # permission(user, instance, action) -> bool: an extra rule of this definition
     # on top of the app's access rules (owner, model permissions, superuser).
     permission: Callable[[Any, Any, str], bool] | None = field(default=None, kw_only=True)
+    # True: instances are only started as another workflow's nested child, never created
+    # directly (the services, the API and the admin refuse it).
+    nested_only: bool = field(default=False, kw_only=True)
     # Filled in by __post_init__ for fast lookups.
     steps_by_id: Mapping[str, Step] = field(init=False, repr=False)
     operations_by_id: Mapping[str, Operation] = field(init=False, repr=False)
@@ -252,6 +325,9 @@ class Workflow:
                 operations[operation.id] = operation
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
+        if not isinstance(self.nested_only, bool):
+            raise DefinitionError(f"{what}: nested_only must be True or False, "
+                                  f"not {self.nested_only!r}")
         if self.initial is not None and not callable(self.initial) and not isinstance(
                 self.initial, Mapping):
             raise DefinitionError(f"{what}: initial must be a dict or a callable returning one")

@@ -68,6 +68,28 @@ class StaleOperation(WorkflowError):
         super().__init__("Stale operation")
 
 
+class Refused(Exception):
+    """A rule refused the command: it answers "not moved" with a stable code."""
+
+    def __init__(self, code: str, message: str, field_errors: Iterable[FieldError] = ()) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field_errors = tuple(field_errors)
+
+
+class HookFailed(Exception):
+    """A hook raised; the failure is already recorded in the snapshot."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Allowed(Exception):
+    """Raised where a rule's checks end, in a dry run: the command would be accepted."""
+
+
 def error_name(error: BaseException) -> str:
     return type(error).__name__
 

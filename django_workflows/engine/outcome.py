@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
-from .commands import DeadlineKind
 from .schema import FieldError
-from .snapshot import AttemptKind, WorkflowSnapshot
+from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
+
+DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due"]
 
 EVENT_TYPES = (
     "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
     "cancel", "rollback", "compensate", "complete", "error", "state-update",
     "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
     "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
+    "operation-skipped",
+    "branch-started", "branch-succeeded", "branch-failed", "branch-cancelled",
+    "compensation-started", "attempt-stopped",
+    "task-open", "task-claim", "task-release", "task-complete", "task-overdue", "task-cancel",
 )
 
 
@@ -63,7 +68,21 @@ class ClearDeadline:
     token: str
 
 
-Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline
+@dataclass(frozen=True)
+class SaveTask:
+    """The task changed (opened, claimed, released, completed, overdue, cancelled).
+
+    ``opened``: it is new; ``candidates_changed``: who may act on it is no longer who
+    could (an escalation).
+    """
+
+    instance_id: str
+    task: TaskSnapshot
+    opened: bool = False
+    candidates_changed: bool = False
+
+
+Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask
 
 
 @dataclass(frozen=True)
@@ -73,12 +92,15 @@ class Outcome:
     ``moved`` is False when a rule refused the command (``code`` and
     ``message`` say why); the snapshot may still have changed, as a ``next``
     refused by validation stores the errors. ``error`` is set when a hook
-    raised: the failure is recorded in the snapshot.
+    raised: the failure is recorded in the snapshot. ``detached`` are nested
+    children the command let go of (replaced by a new child, or reset by a
+    rollback), as they ended: no longer in the tree, but saved all the same.
     """
 
     snapshot: WorkflowSnapshot
     events: tuple[Event, ...] = ()
     effects: tuple[Effect, ...] = ()
+    detached: tuple[WorkflowSnapshot, ...] = ()
     moved: bool = True
     code: str | None = None
     message: str | None = None
@@ -86,11 +108,13 @@ class Outcome:
     field_errors: tuple[FieldError, ...] = ()
 
 
-def changed_nodes(before: WorkflowSnapshot | None,
-                  after: WorkflowSnapshot) -> list[WorkflowSnapshot]:
-    """The snapshots of the tree (an instance and its nested children) that changed."""
+def changed_nodes(before: WorkflowSnapshot | None, after: WorkflowSnapshot,
+                  detached: tuple[WorkflowSnapshot, ...] = ()) -> list[WorkflowSnapshot]:
+    """The snapshots of the tree (an instance, its nested children, and the children
+    it let go of) that changed."""
     def own(node: WorkflowSnapshot) -> tuple[WorkflowSnapshot, str | None]:
         return replace(node, nested=None), node.nested.id if node.nested else None
 
     old = {node.id: own(node) for node in before.tree()} if before is not None else {}
-    return [node for node in after.tree() if old.get(node.id) != own(node)]
+    nodes = [*after.tree(), *(node for child in detached for node in child.tree())]
+    return [node for node in nodes if old.get(node.id) != own(node)]

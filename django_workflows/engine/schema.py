@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import DefinitionError
+from .errors import DefinitionError, Refused, error_message
 
 
 @dataclass(frozen=True)
@@ -23,12 +25,12 @@ def _is_pydantic_model(schema: Any) -> bool:
     return isinstance(schema, type) and hasattr(schema, "model_validate")
 
 
-def check_schema(schema: Any, what: str) -> None:
+def check_schema(schema: Any, what: str, *, name: str = "state_schema") -> None:
     """Raise DefinitionError when ``schema`` is neither a valid JSON Schema nor a model."""
     if _is_pydantic_model(schema):
         return
     if not isinstance(schema, dict):
-        raise DefinitionError(f"{what}: state_schema must be a JSON Schema dict or a pydantic "
+        raise DefinitionError(f"{what}: {name} must be a JSON Schema dict or a pydantic "
                               f"model, not {schema!r}")
     import jsonschema
 
@@ -36,8 +38,17 @@ def check_schema(schema: Any, what: str) -> None:
     try:
         validator.check_schema(schema)
     except jsonschema.SchemaError as error:
-        raise DefinitionError(f"{what}: state_schema is not a valid JSON Schema: "
+        raise DefinitionError(f"{what}: {name} is not a valid JSON Schema: "
                               f"{error.message}") from None
+
+
+def json_schema_of(schema: Any) -> dict[str, Any] | None:
+    """A state schema or task form as JSON Schema (a pydantic model's own, generated)."""
+    if schema is None:
+        return None
+    if _is_pydantic_model(schema):
+        return dict(schema.model_json_schema())
+    return dict(schema)
 
 
 def _short(message: str, limit: int = 200) -> str:
@@ -47,6 +58,21 @@ def _short(message: str, limit: int = 200) -> str:
 
 def _dotted(path: Any) -> str:
     return ".".join(str(part) for part in path)
+
+
+_validators: dict[int, tuple[Any, Any]] = {}  # id(schema) -> (schema, its validator)
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """The schema's jsonschema validator, made once (schemas live as long as definitions)."""
+    found = _validators.get(id(schema))
+    if found is None or found[0] is not schema:
+        import jsonschema
+
+        validator_class = jsonschema.validators.validator_for(schema)
+        found = (schema, validator_class(schema, format_checker=validator_class.FORMAT_CHECKER))
+        _validators[id(schema)] = found
+    return found[1]
 
 
 def validate_state(schema: Any, state: Any) -> list[FieldError]:
@@ -61,10 +87,7 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
         except ValidationError as error:
             return [FieldError(_dotted(e["loc"]), e["msg"]) for e in error.errors()]
         return []
-    import jsonschema
-
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    validator = _validator(schema)
     errors = sorted(validator.iter_errors(state), key=lambda e: list(map(str, e.absolute_path)))
     found: dict[FieldError, None] = {}  # ordered and without repeats
     for error in errors:
@@ -79,3 +102,19 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
             continue
         found[FieldError(field, _short(error.message))] = None
     return list(found)
+
+
+def check_state(schema: Any, value: Any) -> dict[str, Any]:
+    """``value`` as a state, or Refused("invalid_state") naming every bad field."""
+    if not isinstance(value, Mapping):
+        raise Refused("invalid_state", "The state must be a JSON object",
+                      [FieldError("", f"expected an object, got {type(value).__name__}")])
+    try:
+        state = json.loads(json.dumps(dict(value), allow_nan=False))  # NaN is not JSON
+    except (TypeError, ValueError) as error:
+        raise Refused("invalid_state", f"The state is not JSON: {error_message(error)}",
+                      [FieldError("", error_message(error))]) from None
+    problems = validate_state(schema, state)
+    if problems:
+        raise Refused("invalid_state", "; ".join(map(str, problems)), problems)
+    return state

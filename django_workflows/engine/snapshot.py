@@ -133,6 +133,37 @@ class RollbackPlan:
         return None
 
 
+TaskStatus = Literal["open", "done", "cancelled"]
+
+
+@dataclass(frozen=True)
+class TaskSnapshot:
+    """The task of the current step: who may decide, who took it, who decided and what.
+
+    ``candidates`` are resolved when it opens (``"user:..."``, ``"group:..."``,
+    ``"perm:..."``); ``claimed_by`` and ``completed_by`` are actors (the service
+    names them by user id).
+    """
+
+    id: str
+    step: str
+    title: str
+    status: TaskStatus = "open"
+    candidates: tuple[str, ...] = ()
+    exclude_owner: bool = False
+    claimed_by: str | None = None
+    completed_by: str | None = None
+    input: Mapping[str, Any] | None = None
+    opened_at: float | None = None
+    due_at: float | None = None
+    overdue: bool = False
+    completed_at: float | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == "open"
+
+
 @dataclass(frozen=True)
 class WorkflowSnapshot:
     id: str
@@ -155,6 +186,14 @@ class WorkflowSnapshot:
     step_run: StepRun | None = None
     stopping: tuple[StoppingAttempt, ...] = ()
     rollback: RollbackPlan | None = None
+    task: TaskSnapshot | None = None  # the current step's task (or the last one)
+
+    @property
+    def open_task(self) -> TaskSnapshot | None:
+        """The current step's task, while it waits for a person."""
+        task = self.task
+        return task if task is not None and task.is_open and task.step == self.current_step \
+            else None
 
     def operation(self, operation_id: str) -> OperationSnapshot | None:
         return next((op for op in self.operations if op.id == operation_id), None)
@@ -199,8 +238,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def to_json(snapshot: WorkflowSnapshot) -> dict[str, Any]:
-    """The snapshot as plain JSON types (the nested child inline)."""
+def to_json(snapshot: WorkflowSnapshot | OperationSnapshot | BranchSnapshot) -> dict[str, Any]:
+    """A snapshot (or one operation's or branch's) as plain JSON types (children inline)."""
     return _plain(snapshot)
 
 
@@ -248,6 +287,11 @@ def from_json(data: Mapping[str, Any]) -> WorkflowSnapshot:
     values["stopping"] = tuple(StoppingAttempt(**_known(StoppingAttempt, s))
                                for s in data.get("stopping") or ())
     values["rollback"] = _rollback_from_json(data.get("rollback"))
+    task = data.get("task")
+    if task:
+        task_values = _known(TaskSnapshot, task)
+        task_values["candidates"] = tuple(task.get("candidates") or ())
+        values["task"] = TaskSnapshot(**task_values)
     return WorkflowSnapshot(**values)
 
 
@@ -267,6 +311,7 @@ def new_operation_snapshot(definition: Operation, step: str) -> OperationSnapsho
 
 __all__ = [
     "BranchSnapshot", "ErrorInfo", "OperationSnapshot", "Progress", "RollbackItem",
-    "RollbackPlan", "StepRun", "StoppingAttempt", "WorkflowSnapshot", "from_json",
+    "RollbackPlan", "StepRun", "StoppingAttempt", "TaskSnapshot", "WorkflowSnapshot",
+    "from_json",
     "new_operation_snapshot", "new_snapshot", "to_json",
 ]

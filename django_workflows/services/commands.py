@@ -1,126 +1,69 @@
-"""The service layer's commands: the only code that writes workflow instances.
-
-Each command runs in one transaction: lock the tree (root first), check the
-expected revision, load and migrate, run the engine with every hook in a
-savepoint, save what changed with ``revision + 1``, write the events; after
-commit hand new work to the runner and announce the events.
-"""
+"""The commands people give, creating instances, deleting them, and what applies now."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 from typing import Any
 from uuid import UUID
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
-from .. import clock, engine
+from .. import engine
 from ..conf import workflow_settings
-from ..exceptions import InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
-from ..models import IdempotencyKey, WorkflowInstance
-from ..signals import announce
-from . import idempotency
+from ..exceptions import (
+    InstanceNotFound,
+    InvalidState,
+    MigrationRequired,
+    NotAllowed,
+    ReferenceTaken,
+    UnknownWorkflow,
+    WorkflowNotMoved,
+)
+from ..models import WorkflowInstance
+from . import access, idempotency
 from .locking import busy_as_error, lock_tree
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
+from .unit import actor, after_commit, env_for, unit_of_work
 
 InstanceRef = WorkflowInstance | UUID | str
-logger = logging.getLogger("django_workflows")
-
-Respond = Callable[[WorkflowInstance | None, WorkflowNotMoved | None], tuple[int, Any]]
-
-
-def call_in_savepoint(hook: Callable[..., Any], *args: Any) -> Any:
-    """Run a user hook so that, if it raises, its own writes are rolled back."""
-    with transaction.atomic():
-        return engine.context.call_directly(hook, *args)
-
-
-def _actor(user: Any) -> Any:
-    return user if getattr(user, "pk", None) is not None else None
-
-
-def _default_response(instance: WorkflowInstance | None, refusal: WorkflowNotMoved | None
-                      ) -> tuple[int, Any]:
-    if refusal is not None:
-        return 409, {"detail": refusal.reason, "code": refusal.code}
-    assert instance is not None
-    return 200, {"id": str(instance.pk), "revision": instance.revision}
-
-
-def _env(user: Any) -> engine.Env:
-    return engine.Env(now=clock.now(), call=call_in_savepoint, user=user,
-                      resolve=definition_of)
-
-
-def _hand_out(runner: Any, tokens: list[str]) -> None:
-    """Give work to the runner; if it fails, the command stays committed all the same.
-
-    Work the runner did not take stays queued, and the sweep hands it out again.
-    """
-    try:
-        runner.enqueue(tokens)
-    except Exception:
-        logger.exception("The runner did not take attempts %s; the sweep will hand them "
-                         "out again", ", ".join(tokens))
-
-
-def _after_commit(saved: Any) -> None:
-    definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
-    # Announced before the work is handed out: a runner that runs it at once
-    # announces that work's events, which must come after these.
-    if saved.events:
-        transaction.on_commit(partial(announce, definitions, list(saved.events)))
-    if saved.dispatch:
-        from ..runners import get_runner
-
-        transaction.on_commit(partial(_hand_out, get_runner(), list(saved.dispatch)))
 
 
 def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
             expected_revision: int | None = None, idempotency_key: str | None = None,
-            fingerprint: str | None = None, respond: Respond | None = None,
-            lock_timeout: float | None = None) -> WorkflowInstance:
-    """Apply ``command`` to an instance; raise :class:`WorkflowNotMoved` if refused."""
-    instance_id = _id_of(instance)
+            fingerprint: str | None = None, lock_timeout: float | None = None
+            ) -> WorkflowInstance:
+    """Apply ``command`` to an instance as ``user``; raise :class:`WorkflowNotMoved` if refused.
+
+    Access is judged under the row lock (``user=None``: trusted code, not judged).
+    With an ``idempotency_key``, the same key and ``fingerprint`` (by default, a
+    hash of the command) answers the first result, marked ``replayed``.
+    """
+    instance_id = id_of(instance)
     if isinstance(command, engine.UpdateState) and isinstance(command.value, Mapping):
         check_state_size(command.value)  # before taking any lock
     if lock_timeout is None:
         lock_timeout = (workflow_settings.CANCEL_LOCK_TIMEOUT
                         if isinstance(command, engine.Cancel) else workflow_settings.LOCK_TIMEOUT)
-    refusal: WorkflowNotMoved | None = None
-    with busy_as_error(lock_timeout), transaction.atomic():
-        key_row: IdempotencyKey | None = None
-        if idempotency_key:
-            key_row, first = idempotency.claim(
-                user, idempotency_key,
-                fingerprint or idempotency.fingerprint_of(command.name, instance_id,
-                                                          getattr(command, "value", None)))
-            if not first:
-                return idempotency.replay(key_row)
-        chain = lock_tree(instance_id, timeout=lock_timeout)
-        target = next(row for row in chain if str(row.pk) == instance_id)
-        if expected_revision is not None and target.revision != expected_revision:
-            raise StaleRevision(expected_revision, target.revision)
-        definition, tree = load_chain(chain)
-        outcome = engine.apply(definition, tree, command, _env(user), target=instance_id)
-        saved = save_outcome(chain, tree, outcome, actor=_actor(user))
-        target = saved.rows[instance_id]
-        if not outcome.moved:
-            refusal = _refusal(outcome, target)
-        if key_row is not None:
-            idempotency.remember(key_row, target, *(respond or _default_response)(
-                target, refusal))
-        _after_commit(saved)
-    if isinstance(instance, WorkflowInstance) and instance is not target:
-        _copy_row(target, instance)  # the caller's object shows the new state too
+    key = None
+    if idempotency_key:
+        key = idempotency.Key(idempotency_key, fingerprint or idempotency.fingerprint_of(
+            command.name, instance_id, *(getattr(command, name) for name in _takes(command))))
+    applied = unit_of_work(instance_id, command, lock_timeout=lock_timeout, user=user,
+                           action=command.name, expected_revision=expected_revision, key=key)
+    assert applied is not None
+    if isinstance(instance, WorkflowInstance) and instance is not applied.instance:
+        _copy_row(applied.instance, instance)  # the caller's object shows the new state too
+    refusal = applied.refusal
     if refusal is not None:
         raise refusal
-    return target
+    return applied.instance
 
 
-def _id_of(instance: InstanceRef) -> str:
+def _takes(command: engine.Command) -> tuple[str, ...]:
+    return command.takes() if isinstance(command, engine.PersonCommand) else ()
+
+
+def id_of(instance: InstanceRef) -> str:
     """The id as the rows spell it (``str(row.pk)``); InstanceNotFound when it is no id."""
     if isinstance(instance, WorkflowInstance):
         return str(instance.pk)
@@ -133,34 +76,36 @@ def _id_of(instance: InstanceRef) -> str:
 def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:
     for field in WorkflowInstance._meta.concrete_fields:
         setattr(destination, field.attname, getattr(source, field.attname))
-
-
-def _refusal(outcome: engine.Outcome, target: WorkflowInstance) -> WorkflowNotMoved:
-    assert outcome.code is not None
-    if outcome.code == "invalid_state":
-        return InvalidState(outcome.message or "Invalid state", outcome.field_errors, target)
-    return WorkflowNotMoved(outcome.message or outcome.code, outcome.code, instance=target,
-                            field_errors=outcome.field_errors)
+    destination.replayed = getattr(source, "replayed", False)
 
 
 def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None = None,
            owner: Any = None, user: Any = None, start: bool = False,
-           idempotency_key: str | None = None, fingerprint: str | None = None,
-           respond: Respond | None = None) -> WorkflowInstance:
-    """A new ``idle`` instance (started at once with ``start=True``)."""
+           reference: str | None = None, idempotency_key: str | None = None,
+           fingerprint: str | None = None) -> WorkflowInstance:
+    """A new ``idle`` instance (started at once with ``start=True``), owned by ``user``.
+
+    ``reference`` is the caller's own name for it (an order number): at most one
+    instance per workflow has it; a second create raises :class:`ReferenceTaken`.
+    """
     definition = definition_of(workflow.id if isinstance(workflow, engine.Workflow) else workflow)
+    if definition.nested_only:
+        raise WorkflowNotMoved(f'Workflow "{definition.id}" only runs as the nested child of '
+                               "another workflow; create that one instead", "nested_only")
+    access.judge_create(user, definition.id)
     if state is not None:
         check_state_size(state)
-    owner = owner if owner is not None else _actor(user)
+    owner = owner if owner is not None else actor(user)
     with transaction.atomic():
-        key_row: IdempotencyKey | None = None
+        key_row = None
         if idempotency_key:
-            key_row, first = idempotency.claim(
-                user, idempotency_key,
-                fingerprint or idempotency.fingerprint_of("create", definition.id, state, start))
+            key_row, first = idempotency.claim(user, idempotency.Key(
+                idempotency_key,
+                fingerprint or idempotency.fingerprint_of("create", definition.id, state, start,
+                                                          reference)))
             if not first:
                 return idempotency.replay(key_row)
-        env = _env(user)
+        env = env_for(user)
         try:
             snapshot = engine.new_instance(definition, env, state)
         except engine.InvalidState as error:
@@ -168,18 +113,81 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
         check_state_size(snapshot.state)
         row = WorkflowInstance(id=UUID(snapshot.id), workflow=definition.id,
                                version=definition.version, state=snapshot.state, owner=owner,
-                               revision=1)
-        row.save(force_insert=True)
+                               reference=reference or None, revision=1)
+        try:
+            with transaction.atomic():  # a reference taken meanwhile must not undo the key
+                row.save(force_insert=True)
+        except IntegrityError:
+            taken = WorkflowInstance.objects.filter(
+                workflow=definition.id, reference=row.reference).values_list("pk", flat=True)
+            if row.reference is None or not taken:
+                raise
+            raise ReferenceTaken(definition.id, row.reference, str(taken[0])) from None
         if start:
             outcome = engine.apply(definition, snapshot, engine.Start(), env)
-            saved = save_outcome([row], snapshot, outcome, actor=_actor(user))
-            _after_commit(saved)
+            after_commit(save_outcome([row], snapshot, outcome, actor=actor(user)))
         if key_row is not None:
-            idempotency.remember(key_row, row, *(respond or _created_response)(row, None))
+            idempotency.remember(key_row, row, None)
     return row
 
 
-def _created_response(instance: WorkflowInstance | None, refusal: WorkflowNotMoved | None
-                      ) -> tuple[int, Any]:
-    status, body = _default_response(instance, refusal)
-    return (201 if status == 200 else status), body
+def delete(instance: InstanceRef, *, user: Any = None) -> None:
+    """Delete an instance with its nested children, events, attempts and deadlines.
+
+    A nested child is deleted with its parent, never alone. The tree is locked
+    first, so a command running on it finishes before the rows go.
+    """
+    instance_id = id_of(instance)
+    with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
+        chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
+        target = next(row for row in chain if str(row.pk) == instance_id)
+        if target.parent_id is not None:
+            raise WorkflowNotMoved(f"Instance {instance_id} is nested in instance "
+                                   f"{target.parent_id}: delete that one instead", "nested")
+        if user is not None:
+            access.judge(user, target, "delete")
+        WorkflowInstance.objects.filter(pk=target.pk).delete()
+
+
+def applies(instance: WorkflowInstance, *, user: Any = None,
+            commands: Iterable[type[engine.PersonCommand]] | None = None
+            ) -> dict[str, engine.Verdict]:
+    """What each command would answer now for ``user``, changing nothing.
+
+    Access first, as the command would judge it, then the engine's own rules
+    (a dry run of each rule), on the rows as read here: a command that
+    follows is judged again under its lock.
+    """
+    declared = list(commands if commands is not None else engine.COMMANDS.values())
+    verdicts: dict[str, engine.Verdict] = {}
+    allowed = []
+    for command in declared:
+        try:
+            refused = access.refusal(user, instance, command.name) if user is not None \
+                else None
+        except InstanceNotFound as error:
+            refused = NotAllowed(str(error))
+        if refused is None:
+            allowed.append(command)
+        else:
+            verdicts[command.name] = engine.Verdict(False, refused.code, str(refused))
+    try:
+        definition, tree = load_chain(_chain_from(instance))
+    except (MigrationRequired, UnknownWorkflow) as error:
+        code = "migration_required" if isinstance(error, MigrationRequired) \
+            else "unknown_workflow"
+        verdicts.update({c.name: engine.Verdict(False, code, str(error)) for c in allowed})
+    else:
+        verdicts.update(engine.applies(definition, tree, env_for(user), commands=allowed))
+    return {command.name: verdicts[command.name] for command in declared}
+
+
+def _chain_from(instance: WorkflowInstance) -> list[WorkflowInstance]:
+    """The instance and its nested children below it, read without locks."""
+    chain = [instance]
+    while chain[-1].nested_id:
+        child = WorkflowInstance.objects.filter(pk=chain[-1].nested_id).first()
+        if child is None:
+            break
+        chain.append(child)
+    return chain

@@ -2,19 +2,30 @@
 
 The key row is inserted in the command's own transaction. A racing request
 with the same key waits on the unique index until the first commits, then
-finds its row; if the first rolled back, the second goes ahead.
+finds its row; if the first rolled back, the second goes ahead. What is
+stored is neutral (the instance and its revision, or the refusal's code and
+message); each interface shows it in its own way.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..exceptions import IdempotencyConflict, WorkflowNotMoved
-from ..models import IdempotencyKey
+from ..exceptions import IdempotencyConflict, InvalidState, WorkflowNotMoved
+from ..models import IdempotencyKey, WorkflowInstance
+
+
+@dataclass(frozen=True)
+class Key:
+    """A request's idempotency key and what it asked for (hashed by :func:`fingerprint_of`)."""
+
+    key: str
+    fingerprint: str
 
 
 def scope_of(user: Any) -> str:
@@ -28,34 +39,36 @@ def fingerprint_of(*parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def claim(user: Any, key: str, fingerprint: str) -> tuple[IdempotencyKey, bool]:
+def claim(user: Any, key: Key) -> tuple[IdempotencyKey, bool]:
     """The key's row, and whether this request is the first to use it."""
     scope = scope_of(user)
     try:
         with transaction.atomic():
-            return IdempotencyKey.objects.create(scope=scope, key=key,
-                                                 fingerprint=fingerprint), True
+            return IdempotencyKey.objects.create(scope=scope, key=key.key,
+                                                 fingerprint=key.fingerprint), True
     except IntegrityError:
-        row = IdempotencyKey.objects.get(scope=scope, key=key)
-    if row.fingerprint != fingerprint:
-        raise IdempotencyConflict(key)
+        row = IdempotencyKey.objects.get(scope=scope, key=key.key)
+    if row.fingerprint != key.fingerprint:
+        raise IdempotencyConflict(key.key)
     return row, False
 
 
-def remember(row: IdempotencyKey, instance: Any, status_code: int, response: Any) -> None:
+def remember(row: IdempotencyKey, instance: WorkflowInstance,
+             refusal: WorkflowNotMoved | None) -> None:
     row.instance = instance
-    row.status_code = status_code
-    row.response = response
-    row.save(update_fields=["instance", "status_code", "response"])
+    row.revision = instance.revision
+    row.refusal_code = refusal.code if refusal is not None else ""
+    row.refusal_message = refusal.reason if refusal is not None else ""
+    row.save(update_fields=["instance", "revision", "refusal_code", "refusal_message"])
 
 
-def replay(row: IdempotencyKey) -> Any:
-    """The instance of the first request; its refusal is raised again."""
-    response = row.response or {}
-    if (row.status_code or 0) >= 400 and "code" in response:
-        raise WorkflowNotMoved(response.get("detail", ""), response["code"],
-                               instance=row.instance)
+def replay(row: IdempotencyKey) -> WorkflowInstance:
+    """The instance of the first request, marked ``replayed``; its refusal is raised again."""
     instance = row.instance  # read now, as it stands (the key row was just read too)
-    if instance is not None:
-        instance.replayed = (row.status_code, row.response)
+    if row.refusal_code == "invalid_state":
+        raise InvalidState(row.refusal_message, instance=instance)
+    if row.refusal_code:
+        raise WorkflowNotMoved(row.refusal_message, row.refusal_code, instance=instance)
+    assert instance is not None  # deleting an instance deletes its keys
+    instance.replayed = True
     return instance

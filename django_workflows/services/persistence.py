@@ -9,22 +9,28 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from .. import engine, registry
 from ..conf import workflow_settings
 from ..exceptions import StateTooLarge, UnknownWorkflow
-from ..models import Attempt, AttemptStatus, Deadline, WorkflowEvent, WorkflowInstance
+from ..models import (
+    NEVER_DUE,
+    Attempt,
+    AttemptStatus,
+    Deadline,
+    TaskCandidate,
+    WorkflowEvent,
+    WorkflowInstance,
+    WorkflowTask,
+)
 from .statements import statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
 COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "parent_id",
            "parent_step", "started_at", "completed_at", "nested")
-
-
-def to_epoch(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
 
 
 def to_datetime(value: float | None) -> datetime | None:
@@ -38,20 +44,9 @@ def definition_of(workflow_id: str) -> engine.Workflow:
     return definition
 
 
-def persisted(row: WorkflowInstance) -> dict[str, Any]:
-    """A row in the engine's JSON shape."""
-    data = {key: value for key, value in row.snapshot.items() if key != "nested_id"}
-    data.update(id=str(row.pk), workflow=row.workflow, version=row.version, status=row.status,
-                state=row.state, current_step=row.current_step or None,
-                parent_id=str(row.parent_id) if row.parent_id else None,
-                parent_step=row.parent_step or None, started_at=to_epoch(row.started_at),
-                completed_at=to_epoch(row.completed_at))
-    return data
-
-
 def load_chain(rows: list[WorkflowInstance]) -> tuple[engine.Workflow, engine.WorkflowSnapshot]:
     """The root's definition and the tree of snapshots (each migrated if need be)."""
-    snapshots = [engine.load(definition_of(row.workflow), persisted(row), nested=index > 0)
+    snapshots = [engine.load(definition_of(row.workflow), row.engine_data(), nested=index > 0)
                  for index, row in enumerate(rows)]
     tree = None
     for snapshot in reversed(snapshots):
@@ -102,32 +97,30 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                  outcome: engine.Outcome, *, actor: Any = None) -> Saved:
     """Write the changed instances (revision + 1), their events, and the effects' rows."""
     rows = {str(row.pk): row for row in chain}
-    old_states = {}
-    node: engine.WorkflowSnapshot | None = before
-    while node is not None:
-        old_states[node.id] = node.state
-        node = node.nested
+    old_states = {node.id: node.state for node in before.tree()}
     events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
     for event in outcome.events:
         events_by_instance[event.instance_id].append(event)
     now = timezone.now()
     saved = Saved(rows=rows)
-    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot)}
+    changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
+                                                      outcome.detached)}
     event_rows: dict[int, WorkflowEvent] = {}
-    node = outcome.snapshot
-    while node is not None:
+    nodes = [*outcome.snapshot.tree(),
+             *(node for child in outcome.detached for node in child.tree())]
+    for node in nodes:
         if node.id in changed_ids or node.id in events_by_instance:
             if node.state is not old_states.get(node.id):
                 check_state_size(node.state)
-            node_events = events_by_instance[node.id]
+            node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
                                                                 actor), strict=True):
                 event_rows[id(event)] = event_row
-        node = node.nested
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
     statements().insert(saved.events)
     saved.dispatch = _store_effects(outcome.effects)
+    _store_tasks(rows, outcome.effects)
     return saved
 
 
@@ -201,3 +194,39 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
             When(status=AttemptStatus.QUEUED, then=Value(AttemptStatus.DROPPED.value)),
             default=F("status")))
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
+
+
+def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]) -> None:
+    """Each task as the command left it: its row, and the candidate rows of an open one."""
+    saved: dict[str, tuple[engine.SaveTask, bool, bool]] = {}  # id -> last, opened, new keys
+    for effect in effects:
+        if isinstance(effect, engine.SaveTask):
+            _, opened, changed = saved.get(effect.task.id, (effect, False, False))
+            saved[effect.task.id] = (effect, opened or effect.opened,
+                                     changed or effect.candidates_changed)
+    if not saved:
+        return
+    user_pk = get_user_model()._meta.pk
+    forget, candidates = [], []
+    for effect, opened, candidates_changed in saved.values():
+        task, instance = effect.task, rows[effect.instance_id]
+        row = WorkflowTask(
+            id=UUID(task.id), instance_id=instance.pk, workflow=instance.workflow,
+            step=task.step, title=task.title[:200], status=task.status,
+            candidates=list(task.candidates),
+            excluded_user_id=instance.owner_id if task.exclude_owner else None,
+            claimed_by_id=user_pk.to_python(task.claimed_by) if task.claimed_by else None,
+            completed_by_id=user_pk.to_python(task.completed_by) if task.completed_by else None,
+            input=task.input, due_at=to_datetime(task.due_at), overdue=task.overdue,
+            created_at=to_datetime(task.opened_at) or timezone.now(),
+            completed_at=to_datetime(task.completed_at), rank=0 if task.overdue else 1,
+            due_sort=to_datetime(task.due_at) or NEVER_DUE)
+        row.save(force_insert=opened, force_update=not opened)
+        if not opened and (candidates_changed or not task.is_open):
+            forget.append(row.pk)
+        if task.is_open and (opened or candidates_changed):
+            candidates += [TaskCandidate(task_id=row.pk, key=key)
+                           for key in dict.fromkeys(task.candidates)]
+    if forget:
+        TaskCandidate.objects.filter(task_id__in=forget).delete()
+    TaskCandidate.objects.bulk_create(candidates)

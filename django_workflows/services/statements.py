@@ -12,6 +12,7 @@ the app's own ``workflow_event`` signal is.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -46,6 +47,24 @@ class Statements:
         self.select_root = (f"SELECT {columns} FROM {self.table} "
                             f"WHERE {self.where_pk} AND {parent} IS NULL{lock}")
         self.select = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}{lock}"
+        # InnoDB (MariaDB, MySQL) locks every row a locking read looks at, even one its WHERE
+        # then refuses: select_root would lock a child before its root. There the root is
+        # found by reading up the parents in a recursive CTE and only the root is locked, in
+        # one statement: FOR UPDATE does not lock what its subqueries read (MySQL documents
+        # it; MariaDB does the same, and tests/services/test_locking.py holds it to that).
+        self.finds_root_unlocked = connection.vendor == "mysql"
+        # MariaDB bounds a lock wait in the statement (FOR UPDATE WAIT n, whole seconds);
+        # MySQL 8 has no WAIT n: there bounded_wait sets the session's lock wait timeout.
+        self.waits_in_statement = self.finds_root_unlocked and _is_mariadb(connection)
+        pk_column = qn(self.pk.column)
+        self.select_root_of = (
+            f"WITH RECURSIVE dwf_up (node, parent) AS ("
+            f"SELECT {pk_column}, {parent} FROM {self.table} WHERE {self.where_pk} "
+            f"UNION SELECT dwf_row.{pk_column}, dwf_row.{parent} FROM {self.table} AS dwf_row "
+            f"JOIN dwf_up ON dwf_row.{pk_column} = dwf_up.parent) "
+            f"SELECT {columns} FROM {self.table} WHERE {pk_column} = "
+            f"(SELECT node FROM dwf_up WHERE parent IS NULL){lock}"
+        ) if self.finds_root_unlocked else None
         # PostgreSQL with client-side binding (psycopg 3's default) runs several statements
         # in one round trip: keep the lock_timeout, set it, lock, put it back.
         self.bounded_root = (
@@ -71,11 +90,33 @@ class Statements:
     def pk_value(self, value: Any) -> Any:
         return self.pk.get_db_prep_value(self.pk.to_python(value), self.connection)
 
-    def locked(self, pk: Any, *, root: bool = False) -> WorkflowInstance | None:
-        """The row ``pk`` (only if it has no parent, with ``root``), locked for update."""
+    def locked(self, pk: Any, *, root: bool = False, within: float | None = None
+               ) -> WorkflowInstance | None:
+        """The row ``pk`` (only if it has no parent, with ``root``), locked for update.
+
+        ``within``: seconds to wait for the lock, where the statement itself can say
+        so (MariaDB); elsewhere the caller's ``bounded_wait`` bounds the wait.
+        """
+        sql = (self.select_root if root else self.select) + self._wait(within)
         with self.connection.cursor() as cursor:
-            cursor.execute(self.select_root if root else self.select, [self.pk_value(pk)])
+            cursor.execute(sql, [self.pk_value(pk)])
             return self._row(cursor.fetchall())
+
+    def locked_root_of(self, pk: Any, *, within: float | None = None
+                       ) -> WorkflowInstance | None:
+        """The root of ``pk``'s tree, locked for update; no other row of it is locked.
+
+        MariaDB and MySQL only (``finds_root_unlocked``). None when ``pk`` is no
+        instance. ``within`` as for :meth:`locked`.
+        """
+        assert self.select_root_of is not None
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.select_root_of + self._wait(within), [self.pk_value(pk)])
+            return self._row(cursor.fetchall())
+
+    def _wait(self, within: float | None) -> str:
+        return f" WAIT {whole_seconds(within)}" if within is not None and (
+            self.waits_in_statement) else ""
 
     def locked_root_within(self, pk: Any, seconds: float) -> WorkflowInstance | None:
         """``locked(pk, root=True)``, waiting at most ``seconds`` for the lock, in one round trip.
@@ -143,6 +184,18 @@ class Statements:
                 event.pk = key
                 event._state.adding = False
                 event._state.db = self.connection.alias
+
+
+def whole_seconds(seconds: float) -> int:
+    """A lock wait for MariaDB/MySQL, which count whole seconds: rounded up, at least 1."""
+    return max(math.ceil(seconds), 1)
+
+
+def _is_mariadb(connection: Any) -> bool:
+    """MariaDB rather than MySQL (both are Django's vendor ``mysql``), asked of the server."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT VERSION()")
+        return "mariadb" in cursor.fetchone()[0].lower()
 
 
 def _several_statements_at_once(connection: Any) -> bool:

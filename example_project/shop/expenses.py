@@ -5,18 +5,30 @@ claim -> approval -> payout     (approved)
 
 * The state must satisfy ``EXPENSE_SCHEMA`` (a JSON Schema): a state that
   breaks it is refused, naming the field, and nothing is stored.
-* The ``exit_guard`` refuses to cancel a claim once it was approved: the
-  money is on its way, so it must be paid out (or rolled back) instead.
+* ``approval`` is a task for the ``managers`` group: a manager decides through
+  its form, never on their own claim (``exclude_owner``), and after two days
+  the ``directors`` may too. The decision is recorded with who made it.
+* The ``exit_guard`` refuses to cancel a claim once it was approved, saying why:
+  the money is on its way, so it must be paid out (or rolled back) instead.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.core.mail import send_mail
 
-from django_workflows import HookContext, Operation, OperationContext, Step, Transition, Workflow
+from django_workflows import (
+    HookContext,
+    Operation,
+    OperationContext,
+    Step,
+    Task,
+    Transition,
+    Workflow,
+)
 
 from .models import Reimbursement
 
@@ -24,8 +36,7 @@ RECEIPT_NEEDED_ABOVE = 25  # in the claim's currency
 
 EXPENSE_SCHEMA = {
     "type": "object",
-    "required": ["employee", "amount", "currency", "category", "description", "receipt",
-                 "decision", "comment"],
+    "required": ["employee", "amount", "currency", "category", "description", "receipt"],
     "additionalProperties": False,
     "properties": {
         "employee": {"type": "string", "maxLength": 150},
@@ -34,8 +45,18 @@ EXPENSE_SCHEMA = {
         "category": {"enum": ["travel", "meals", "equipment", "other"]},
         "description": {"type": "string", "maxLength": 500},
         "receipt": {"type": ["string", "null"], "maxLength": 500},
-        "decision": {"enum": [None, "approved", "rejected"]},
-        "comment": {"type": "string", "maxLength": 500},
+        "approval": {"type": "object"},  # the manager's decision: the approval task's input
+    },
+}
+
+DECISION_FORM = {
+    "type": "object", "required": ["decision"], "additionalProperties": False,
+    "properties": {
+        "decision": {"title": "Decision", "oneOf": [
+            {"const": "approved", "title": "Approve: pay it back"},
+            {"const": "rejected", "title": "Reject it"}]},
+        "comment": {"type": "string", "maxLength": 500, "title": "Comment",
+                    "description": "Why it is rejected: the employee is told."},
     },
 }
 
@@ -53,22 +74,42 @@ def validate_claim(ctx: HookContext) -> list[str]:
     return errors
 
 
+def approval_of(state: Any) -> dict[str, Any]:
+    return state.get("approval") or {}
+
+
 def validate_approval(ctx: HookContext) -> list[str]:
-    if ctx.user is not None and ctx.user.get_username() == ctx.state["employee"]:
-        return ["You cannot decide on your own expense claim"]
-    if ctx.state["decision"] is None:
-        return ["decision: Approve or reject the claim"]
-    if ctx.state["decision"] == "rejected" and not ctx.state["comment"].strip():
+    """A rejection says why (the decision itself is the approval task's input)."""
+    approval = approval_of(ctx.state)
+    if approval.get("decision") == "rejected" and not (approval.get("comment") or "").strip():
         return ["comment: Say why the claim is rejected"]
     return []
 
 
 def is_approved(ctx: HookContext) -> bool:
-    return ctx.state["decision"] == "approved"
+    return approval_of(ctx.state).get("decision") == "approved"
 
 
-def refuse_cancel_once_approved(ctx: HookContext) -> bool:
-    return not is_approved(ctx)
+def refuse_cancel_once_approved(ctx: HookContext) -> bool | str:
+    if is_approved(ctx):
+        return "This claim was approved and is being paid back: roll it back instead"
+    return True
+
+
+def claim_permission(user: Any, instance: Any, action: str) -> bool:
+    """The claimant edits the claim while it is a draft; after that only staff change it."""
+    if action != "update_state" or instance is None or getattr(user, "is_staff", False):
+        return True
+    return instance.current_step in ("", "claim")
+
+
+def decision_in_approval(persisted: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept the decision in the state; version 2 takes it as the task's input."""
+    state = persisted["state"]
+    decision, comment = state.pop("decision", None), state.pop("comment", "")
+    if decision is not None:
+        state["approval"] = {"decision": decision, "comment": comment}
+    return persisted
 
 
 def to_cents(amount: float) -> int:
@@ -85,19 +126,26 @@ def reimburse(ctx: OperationContext) -> dict[str, Any]:
 
 
 def tell_rejection(ctx: OperationContext) -> None:
-    send_mail("Your expense claim was rejected", ctx.state["comment"], "expenses@example.com",
-              [f"{ctx.state['employee']}@example.com"])
+    send_mail("Your expense claim was rejected", approval_of(ctx.state).get("comment", ""),
+              "expenses@example.com", [f"{ctx.state['employee']}@example.com"])
 
 
 expense_approval = Workflow(
-    id="expense-approval", version=1, title="Expense approval",
+    id="expense-approval", version=2, title="Expense approval",
     initial={"employee": "", "amount": 0, "currency": "EUR", "category": "other",
-             "description": "", "receipt": None, "decision": None, "comment": ""},
+             "description": "", "receipt": None},
     state_schema=EXPENSE_SCHEMA,
+    migrate=decision_in_approval,
     exit_guard=refuse_cancel_once_approved,
+    permission=claim_permission,
     steps=[
         Step("claim", title="Claim", validate=validate_claim),
-        Step("approval", title="Manager's decision", validate=validate_approval),
+        # A manager decides, and never on their own claim; after two days, directors too.
+        Step("approval", title="Manager's decision", validate=validate_approval,
+             skippable=False,
+             task=Task(DECISION_FORM, title="Decide on an expense claim",
+                       candidates=["group:managers"], exclude_owner=True,
+                       due=timedelta(days=2), escalate_to=["group:directors"])),
         Step("payout", title="Pay back", advance="auto",
              operations=[Operation("reimburse", title="Pay the employee back", run=reimburse,
                                    retries=3, retry_delay=60, backoff=2)]),
@@ -107,7 +155,7 @@ expense_approval = Workflow(
     ],
     transitions=[
         Transition("claim", "approval"),
-        Transition("approval", "payout", when=is_approved),
-        Transition("approval", "rejection"),
+        Transition("approval", "payout", when=is_approved, label="approved"),
+        Transition("approval", "rejection", label="rejected"),
     ],
 )

@@ -12,6 +12,11 @@ payment -> preparation (stock || courier) -> shipment -> completion
   has a compensation that undoes it when the order is rolled back.
 * ``shipment`` prints a label per parcel (progress and log lines show it).
 * ``completion`` emails the customer.
+
+What a customer sends is an order, not a price: the total comes from the
+shop's catalogue when the card is charged. A customer places, follows and may
+cancel their order (``order_permission``); the payment, the preparation and
+the shipment cannot be skipped by anyone.
 """
 
 from __future__ import annotations
@@ -52,13 +57,12 @@ ORDER_SCHEMA = {
             "properties": {"name": {"type": "string", "maxLength": 100},
                            "email": {"type": "string", "maxLength": 254}},
         },
-        "items": {
-            "type": "array",
+        "items": {  # what is ordered; the prices are the shop's (its catalogue), not the client's
+            "type": "array", "minItems": 1, "maxItems": 50,
             "items": {
-                "type": "object", "required": ["sku", "quantity", "price_cents"],
-                "properties": {"sku": {"type": "string"},
-                               "quantity": {"type": "integer", "minimum": 1},
-                               "price_cents": {"type": "integer", "minimum": 0}},
+                "type": "object", "required": ["sku", "quantity"], "additionalProperties": False,
+                "properties": {"sku": {"type": "string", "maxLength": 40},
+                               "quantity": {"type": "integer", "minimum": 1, "maximum": 1000}},
             },
         },
         "payment_method": {"type": "string", "maxLength": 60},
@@ -71,8 +75,26 @@ ORDER_SCHEMA = {
 }
 
 
+class UnknownArticle(Exception):
+    pass
+
+
 def order_total(state: Any) -> int:
-    return sum(line["quantity"] * line["price_cents"] for line in state["items"])
+    """The order's total at the catalogue's prices, read on the server when it is charged."""
+    skus = {line["sku"] for line in state["items"]}
+    prices = dict(StockItem.objects.filter(sku__in=skus).values_list("sku", "price_cents"))
+    unknown = sorted(skus - set(prices))
+    if unknown:
+        raise UnknownArticle(f"The shop sells no {', '.join(unknown)}")
+    return sum(line["quantity"] * prices[line["sku"]] for line in state["items"])
+
+
+def without_client_prices(persisted: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept the prices the client sent; version 2 reads the catalogue's."""
+    state = persisted["state"]
+    state["items"] = [{"sku": line["sku"], "quantity": line["quantity"]}
+                      for line in state.get("items", [])]
+    return persisted
 
 
 def money(cents: int, currency: str) -> str:
@@ -89,7 +111,11 @@ def payment_key(instance_id: str, payment_method: str) -> str:
 
 def charge_payment(ctx: OperationContext) -> dict[str, Any]:
     state = ctx.state
-    amount, method = order_total(state), state["payment_method"]
+    try:
+        amount = order_total(state)
+    except UnknownArticle as error:
+        ctx.block(f"{error}: correct the order to go on")
+    method = state["payment_method"]
     ctx.log(f"Attempt {ctx.attempt}: charging {money(amount, state['currency'])} to {method}")
     try:
         charge = payments.create_charge(
@@ -222,19 +248,34 @@ def email_customer(ctx: OperationContext) -> dict[str, Any]:
     return {"emailed": customer["email"]}
 
 
+def order_permission(user: Any, instance: Any, action: str) -> bool:
+    """A customer places, follows and may cancel an order; the back office does the rest.
+
+    A declined card blocks the payment: then the customer may give another one.
+    """
+    if getattr(user, "is_staff", False) or action in ("list", "create", "view", "start",
+                                                      "cancel"):
+        return True
+    return action == "update_state" and instance is not None and \
+        (instance.status, instance.current_step) == ("blocked", "payment")
+
+
 fulfilment = Workflow(
-    id="order-fulfilment", version=1, title="Order fulfilment",
+    id="order-fulfilment", version=2, title="Order fulfilment",
     initial={"order_number": "", "customer": {"name": "", "email": ""}, "items": [],
              "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": ""}},
     state_schema=ORDER_SCHEMA,
+    migrate=without_client_prices,
+    permission=order_permission,
     steps=[
+        # Nobody ships an unpaid order: the payment cannot be skipped, not even by staff.
         Step("payment", title="Take payment", advance="auto", timeout=600,
-             operations=[charge]),
+             operations=[charge], skippable=False),
         Step("preparation", title="Reserve stock and book a courier", advance="auto",
-             timeout=120,
+             timeout=120, skippable=False,
              parallel=[Branch("reserve-stock", run=reserve_stock, compensate=release_stock),
                        Branch("book-courier", run=book_courier, compensate=cancel_courier)]),
-        Step("shipment", title="Ship", advance="auto",
+        Step("shipment", title="Ship", advance="auto", skippable=False,
              operations=[Operation("ship-parcels", title="Print labels and hand over",
                                    run=ship_parcels, rollback=void_shipment, retries=2,
                                    retry_delay=10, timeout=30)]),

@@ -7,8 +7,9 @@ profile -> plan -> identity (a nested identity check with a manual review) -> co
 * ``plan`` applies only when the customer has no invite code: an invite names
   the plan, so the step is skipped (and recorded as skipped) for them.
 * ``identity`` runs the ``identity-check`` workflow as a child instance; its
-  ``review`` step waits for an operator's decision. The customer's ``next``
-  goes to the child first, so the wizard walks through it as one flow.
+  ``review`` step is a task for the ``operators`` group: an operator decides
+  through its form, and the customer cannot. The customer's ``next`` goes to
+  the child first, so the wizard walks through it as one flow.
 * ``confirm`` creates the :class:`~example_project.shop.models.Customer` when
   it is left; the row is written in the same transaction as the step.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django_workflows import HookContext, Step, Transition, Workflow
+from django_workflows import HookContext, Step, Task, Transition, Workflow
 
 from .models import Customer
 
@@ -50,13 +51,26 @@ def validate_document(ctx: HookContext) -> list[str]:
     return errors
 
 
+REVIEW_FORM = {
+    "type": "object", "required": ["decision"], "additionalProperties": False,
+    "properties": {
+        "decision": {"title": "Decision", "oneOf": [
+            {"const": "approved", "title": "Approve the document"},
+            {"const": "rejected", "title": "Reject the document"}]},
+        "reason": {"type": "string", "maxLength": 500, "title": "Reason",
+                   "description": "Why the document is rejected: the customer reads this."},
+    },
+}
+
+
+def review_of(state: Any) -> dict[str, Any]:
+    return state.get("review") or {}
+
+
 def validate_review(ctx: HookContext) -> str | None:
-    """Only an operator moves a check past review, and only with a decision."""
-    if not is_operator(ctx.user):
-        return "An operator reviews your document; this page moves on once they have"
-    if ctx.state.get("decision") not in ("approved", "rejected"):
-        return "decision: Approve or reject the document"
-    if ctx.state.get("decision") == "rejected" and not ctx.state.get("reason"):
+    """A rejection says why (the operator's decision is the review task's input)."""
+    review = review_of(ctx.state)
+    if review.get("decision") == "rejected" and not (review.get("reason") or "").strip():
         return "reason: Say why the document is rejected"
     return None
 
@@ -67,37 +81,51 @@ class IdentityRejected(Exception):
 
 def reject(ctx: HookContext) -> None:
     # Failing the check fails the onboarding's identity step with this message.
-    raise IdentityRejected(f"Identity check rejected: {ctx.state.get('reason')}")
+    raise IdentityRejected(f"Identity check rejected: {review_of(ctx.state).get('reason')}")
 
 
 def identity_permission(user: Any, instance: Any, action: str) -> bool:
-    """In the API: a customer may not decide their own review."""
+    """While an operator reviews the document, the customer may not change it."""
     if instance is None or instance.current_step != "review":
         return True
-    return action in ("view", "back", "cancel") or is_operator(user)
+    return action != "update_state" or is_operator(user)
+
+
+def decision_in_review(persisted: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 kept the operator's decision in the state; version 2 takes it as the
+    review task's input, under ``review``."""
+    state = persisted["state"]
+    decision, reason = state.pop("decision", None), state.pop("reason", "")
+    if decision is not None:
+        state["review"] = {"decision": decision, "reason": reason}
+    return persisted
 
 
 identity_check = Workflow(
-    id="identity-check", version=1, title="Identity check",
-    initial={"document_type": "passport", "document_number": "", "decision": None,
-             "reason": ""},
+    id="identity-check", version=2, title="Identity check",
+    initial={"document_type": "passport", "document_number": ""},
     state_schema={
         "type": "object",
         "properties": {
             "document_type": {"enum": list(DOCUMENT_TYPES)},
             "document_number": {"type": "string", "maxLength": 40},
-            "decision": {"enum": [None, "approved", "rejected"]},
-            "reason": {"type": "string", "maxLength": 500},
+            "review": {"type": "object"},
         },
     },
+    migrate=decision_in_review,
+    nested_only=True,  # it runs inside an onboarding, never on its own
     steps=[
-        Step("document", title="Your document", validate=validate_document),
-        Step("review", title="Manual review", validate=validate_review),
+        Step("document", title="Your document", validate=validate_document, skippable=False),
+        # An operator decides, through the review task's form: the customer cannot.
+        Step("review", title="Manual review", validate=validate_review, skippable=False,
+             task=Task(REVIEW_FORM, title="Review an identity document",
+                       candidates=["group:operators"])),
         Step("rejected", title="Rejected", advance="auto", enter=reject),
     ],
     transitions=[
         Transition("document", "review"),
-        Transition("review", "rejected", when=lambda ctx: ctx.state["decision"] == "rejected"),
+        Transition("review", "rejected", label="rejected",
+                   when=lambda ctx: review_of(ctx.state).get("decision") == "rejected"),
         # Approved: no transition from "review" holds, so the check completes.
     ],
     permission=identity_permission,
@@ -147,13 +175,6 @@ def create_customer(ctx: HookContext) -> None:
                   "user": ctx.user if getattr(ctx.user, "pk", None) else None})
 
 
-def onboarding_permission(user: Any, instance: Any, action: str) -> bool:
-    """In the API: a customer may skip the plan, but not the identity check."""
-    if action != "skip" or instance is None or is_operator(user):
-        return True
-    return instance.current_step == "plan"
-
-
 onboarding = Workflow(
     id="onboarding", version=1, title="Customer onboarding",
     initial={"name": "", "email": "", "invite_code": "", "plan": None, "accept_terms": False},
@@ -168,17 +189,18 @@ onboarding = Workflow(
         },
     },
     steps=[
-        Step("profile", title="Your details", validate=validate_profile),
+        Step("profile", title="Your details", validate=validate_profile, skippable=False),
         Step("plan", title="Your plan", when=lambda ctx: invited_plan(ctx.state) is None,
              validate=validate_plan),
-        Step("identity", title="Identity check", nested=identity_check, advance="auto"),
+        # Only the plan may be skipped (the wizard's button): the rest must be done.
+        Step("identity", title="Identity check", nested=identity_check, advance="auto",
+             skippable=False),
         Step("confirm", title="Confirm", validate=validate_confirmation,
-             leave=create_customer),
+             leave=create_customer, skippable=False),
     ],
     transitions=[
         Transition("profile", "plan"),
         Transition("plan", "identity"),
         Transition("identity", "confirm"),
     ],
-    permission=onboarding_permission,
 )

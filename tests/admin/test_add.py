@@ -85,6 +85,19 @@ def test_adding_with_a_state_over_the_size_limit_shows_why(root_client):
     assert not WorkflowInstance.objects.exists()
 
 
+@pytest.mark.parametrize(("number", "why"), [
+    ("9" * 5000, "5000 digits"), ("1e999", "out of range"), ("NaN", "NaN is not valid JSON"),
+    ("-Infinity", "Infinity is not valid JSON"),
+])
+def test_adding_with_a_number_json_cannot_carry_shows_why(root_client, number, why):
+    response = add(root_client, "wizard", '{"email": "", "plan": null, "n": NUMBER}'.replace(
+        "NUMBER", number))
+
+    assert response.status_code == 200
+    assert why in response.content.decode()
+    assert not WorkflowInstance.objects.exists()
+
+
 def test_adding_an_unknown_workflow_is_refused_by_the_form(root_client):
     response = add(root_client, "nope")
 

@@ -154,6 +154,21 @@ def test_state_edit_with_a_bad_value_shows_the_validation_error(page):
     assert WorkflowInstance.objects.get(pk=instance.pk).state == {"email": "", "plan": None}
 
 
+def test_state_edit_over_the_upload_limit_shows_the_limit_not_a_bare_400(page, settings):
+    instance = services.create("wizard", start=True)
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 5000  # the live server runs in this process
+
+    page.goto(instance_url(instance))
+    page.click("details.dwf-state-edit summary")
+    page.fill("#dwf-state-form textarea", '{"email": "' + "a" * 10_000 + '", "plan": null}')
+    page.click("#dwf-state-form input[name=_state]")
+    page.wait_for_selector("#dwf-state-errors .errorlist")
+
+    assert "more than the 5000 bytes" in page.inner_text("#dwf-state-errors")
+    screenshot(page, "state-over-the-upload-limit")
+    assert WorkflowInstance.objects.get(pk=instance.pk).state == {"email": "", "plan": None}
+
+
 def test_changelist_and_definitions_pages_render(page):
     services.create("admin-fragile", start=True)
     services.create("wizard", start=True)

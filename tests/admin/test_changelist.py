@@ -8,16 +8,18 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.test import override_settings
+from django.test import TestCase, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from django_workflows import services
 from django_workflows.admin.changelist import EstimatedCountPaginator, estimated_count
 from django_workflows.models import WorkflowInstance
 from tests import dbutil
+from tests.dbutil import column_sql
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
-from .conftest import changelist_url, instance_url, logged_in
+from .conftest import changelist_url, instance_url, logged_in, shown_messages
 
 pytestmark = pytest.mark.django_db
 
@@ -274,10 +276,10 @@ def test_changelist_does_not_read_states_or_snapshots(root_client):
         root_client.get(changelist_url())
 
     rows = [q["sql"] for q in queries if q["sql"].startswith("SELECT")
-            and '"django_workflows_workflowinstance"."workflow"' in q["sql"]]
+            and column_sql(WorkflowInstance, "workflow") in q["sql"]]
     assert rows
-    assert not [sql for sql in rows if '"django_workflows_workflowinstance"."state"' in sql
-                or '"django_workflows_workflowinstance"."snapshot"' in sql]
+    assert not [sql for sql in rows if column_sql(WorkflowInstance, "state") in sql
+                or column_sql(WorkflowInstance, "snapshot") in sql]
 
 
 def test_changelist_reads_owners_with_their_instances(root_client):
@@ -400,3 +402,90 @@ def test_changelist_links_to_the_definitions_page(root_client):
 
     assert '/admin/django_workflows/workflowinstance/definitions/">Definitions</a>' in content
 
+
+
+# -- values the database cannot hold ------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", [
+    {"workflow": "wiz\x00ard"}, {"current_step": "\x00"}, {"status__exact": "run\x00ning"},
+    {"workflow": "wizard", "current_step": "acc\x00ount"}, {"owner": "1\x00"},
+])
+def test_a_filter_value_with_a_nul_character_is_reported_not_a_500(root_client, query):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(changelist_url(), query)
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+
+
+def test_a_filter_value_with_a_nul_character_is_explained_on_the_next_page(root_client):
+    response = root_client.get(changelist_url(), {"workflow": "wiz\x00ard"}, follow=True)
+
+    assert response.status_code == 200
+    assert shown_messages(response) == [
+        ("error", "The filter workflow cannot hold NUL characters; the list is shown "
+                  "unfiltered.")]
+
+
+def test_a_filter_naming_no_workflow_lists_nothing(root_client):
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"workflow": "no-such-workflow"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
+
+
+def test_a_status_filter_naming_no_status_lists_nothing_as_djangos_own_does(root_client):
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"status__exact": "bogus"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
+
+
+def test_a_search_with_a_nul_character_is_refused_with_djangos_message_not_a_500(root_client):
+    WorkflowInstanceFactory(owner=UserFactory(username="ann"))
+
+    response = root_client.get(changelist_url(), {"q": "an\x00n"})
+
+    # Django's own search form refuses it, says so, and lists without searching.
+    assert response.status_code == 200
+    assert "Null characters are not allowed." in response.content.decode()
+
+
+def test_the_reference_is_a_column_and_the_search_finds_it_or_its_start(root_client):
+    order = services.create("wizard", reference="ORDER-2024-17")
+    services.create("wizard", reference="OTHER-1")
+
+    exact = root_client.get(changelist_url(), {"q": "ORDER-2024-17"})
+    start = root_client.get(changelist_url(), {"q": "ORDER-2024"})
+
+    assert listed(exact) == [str(order.pk)] and listed(start) == [str(order.pk)]
+    assert "ORDER-2024-17" in exact.content.decode()
+
+
+def test_the_search_finds_an_instance_by_the_short_id_the_list_shows(root_client):
+    instance = WorkflowInstanceFactory()
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(), {"q": str(instance.pk)[:8]})
+
+    assert listed(response) == [str(instance.pk)]
+
+
+def test_a_rolled_back_instance_says_so_until_it_starts_again(root_client):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True, commands=["next"])
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        services.rollback(instance)
+
+    row = re.search(r'<tr>.*?dwf-id.*?</tr>', root_client.get(changelist_url()).content.decode(),
+                    re.S).group(0)
+    assert "Rolled back" in row
+    services.start(instance)
+    row = re.search(r'<tr>.*?dwf-id.*?</tr>', root_client.get(changelist_url()).content.decode(),
+                    re.S).group(0)
+    assert "Rolled back" not in row

@@ -19,11 +19,11 @@ def reload(instance) -> WorkflowInstance:
     return WorkflowInstance.objects.get(pk=instance.pk)
 
 
-def act(client, instance, name, *, revision=None):
+def act(client, instance, name, *, revision=None, **fields):
     """Press a command button on the instance page; the page it redirects to."""
     revision = reload(instance).revision if revision is None else revision
-    response = client.post(instance_url(instance), {"_command": name, "revision": revision},
-                           follow=True)
+    response = client.post(instance_url(instance),
+                           {"_command": name, "revision": revision, **fields}, follow=True)
     assert response.status_code == 200
     assert response.redirect_chain == [(instance_url(instance), 302)]
     return response
@@ -119,6 +119,28 @@ def test_cancel_cancels_the_instance(root_client):
     act(root_client, instance, "cancel")
 
     assert reload(instance).status == "cancelled"
+
+
+def test_cancel_records_the_reason_typed_beside_the_button(root_client):
+    instance = WorkflowInstanceFactory(started=True)
+    assert 'name="reason"' in root_client.get(instance_url(instance)).content.decode()
+
+    act(root_client, instance, "cancel", reason="  The customer called  ")
+
+    event = WorkflowEvent.objects.get(instance=instance, type="cancel")
+    assert event.data == {"reason": "The customer called"}
+
+
+def test_a_queued_operation_is_skipped_from_its_row(root_client):
+    instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
+    content = root_client.get(instance_url(instance)).content.decode()
+    assert 'value="skip_operation"' in content
+
+    act(root_client, instance, "skip_operation", operation="count")
+
+    row = reload(instance)
+    assert [(op["id"], op["status"]) for op in row.operations] == [("count", "skipped")]
+    assert row.current_step == "done"  # the auto step went on without it
 
 
 def test_cancel_of_a_cancelled_instance_is_refused_with_a_message(root_client):

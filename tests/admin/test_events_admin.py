@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from django_workflows.models import WorkflowEvent
+from django_workflows.models import WorkflowEvent, WorkflowInstance
+from tests.dbutil import column_sql
 from tests.factories import WorkflowInstanceFactory
 
 from .conftest import instance_url, logged_in
@@ -40,10 +41,10 @@ def test_events_list_does_not_read_instance_states_or_snapshots(root_client):
     with CaptureQueriesContext(connection) as queries:
         root_client.get(reverse(EVENTS))
 
-    rows = [q["sql"] for q in queries if '"django_workflows_workflowevent"."type"' in q["sql"]]
+    rows = [q["sql"] for q in queries if column_sql(WorkflowEvent, "type") in q["sql"]]
     assert rows
-    assert not [sql for sql in rows if '"django_workflows_workflowinstance"."state"' in sql
-                or '"django_workflows_workflowinstance"."snapshot"' in sql]
+    assert not [sql for sql in rows if column_sql(WorkflowInstance, "state") in sql
+                or column_sql(WorkflowInstance, "snapshot") in sql]
 
 
 def test_events_filter_by_type(root_client):
@@ -52,6 +53,24 @@ def test_events_filter_by_type(root_client):
     response = root_client.get(reverse(EVENTS), {"type": "start"})
 
     assert listed(response) == [("1", "start")]
+
+
+def test_events_filter_by_a_type_with_a_nul_character_is_reported_not_a_500(root_client):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(reverse(EVENTS), {"type": "st\x00art"})
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+
+
+def test_events_filter_by_a_type_that_does_not_exist_lists_nothing(root_client):
+    WorkflowInstanceFactory(started=True)
+
+    response = root_client.get(reverse(EVENTS), {"type": "explode"})
+
+    assert response.status_code == 200
+    assert listed(response) == []
 
 
 def test_events_search_by_instance_id(root_client):

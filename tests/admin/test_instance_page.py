@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from django_workflows import services
+from django_workflows import clock, services
 from django_workflows.engine import Progress
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.worker import DatabaseSink
@@ -98,28 +98,38 @@ def test_page_lists_operations_with_status_attempt_progress_logs_and_error(
 
     operations = section(page(root_client, instance), "dwf-operations")
 
-    row = re.search(r'<tr class="dwf-operation" data-operation="download">(.*?)</tr>',
-                    operations, re.S).group(1)
+    row = re.search(r'<tr class="dwf-operation" data-operation="download" '
+                    r'data-phase="none">(.*?)</tr>', operations, re.S).group(1)
     assert "Download" in row
     assert "dwf-status-failed" in row
     assert '<td class="dwf-op-attempt">1 of 1</td>' in row
-    assert 'value="25.0"' in row and "1 / 4 · connecting" in row
+    # Finished: no bar (its feedback phase is "none"), the last progress in words.
+    assert '<progress class="dwf-progress" max="100" hidden>' in row
+    assert "1 / 4 · connecting" in row
     assert "connecting to the feed\nthe feed answered 503" in row
     assert "RuntimeError: feed unavailable (503)" in row
 
 
 def test_page_shows_the_live_progress_and_logs_of_a_running_attempt(root_client):
-    instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
-    token = WorkflowInstance.objects.get(pk=instance.pk).operations[0]["token"]
-    services.claim_attempt(token, worker="test")
-    sink = DatabaseSink(token, threaded=False)
-    sink.report(status=None, progress=Progress(6, 20, "tick 6"), logs=["tick 5", "tick 6"])
-    sink.close()
+    now = clock.now()
+    clock.use(lambda: now)
+    try:
+        instance = services.create("admin-slow", start=True)  # queued: no worker runs it here
+        token = WorkflowInstance.objects.get(pk=instance.pk).operations[0]["token"]
+        services.claim_attempt(token, worker="test")
+        sink = DatabaseSink(token, threaded=False)
+        sink.report(status=None, progress=Progress(6, 20, "tick 6"), logs=["tick 5", "tick 6"])
+        sink.close()
+        clock.use(lambda: now + 2)  # two seconds into the attempt: past "activity"
 
-    row = section(page(root_client, instance), "dwf-operations")
+        row = section(page(root_client, instance), "dwf-operations")
+    finally:
+        clock.use(None)
 
     assert "dwf-status-running" in row
-    assert 'value="30.0"' in row and "6 / 20 · tick 6" in row
+    assert 'data-phase="determinate"' in row
+    assert '<progress class="dwf-progress" max="100" value="30">' in row
+    assert "6 / 20 · tick 6" in row
     assert "tick 5\ntick 6" in row
     assert Attempt.objects.get(token=token).status == "running"
 
@@ -211,23 +221,38 @@ def test_page_with_a_malformed_id_redirects_not_a_500(root_client):
     assert response.status_code == 302
 
 
-def test_page_offers_every_command_to_staff_who_may_change(operator):
+def buttons_of(content: str) -> list[str]:
+    return re.findall(r'name="_command" value="(\w+)"', content)
+
+
+def why_not(content: str) -> dict[str, str]:
+    """The commands that do not apply, with the reason the page gives for each."""
+    return {name: html.unescape(re.sub(r"<[^>]+>", "", reason)).strip() for name, reason in
+            re.findall(r'<li data-command="(\w+)">(.*?)</li>', content, re.S)}
+
+
+def test_page_offers_the_commands_that_apply_to_an_idle_instance(operator):
     content = page(logged_in(operator), WorkflowInstanceFactory())
 
-    buttons = re.findall(r'name="_command" value="(\w+)"', content)
-    assert buttons == ["start", "next", "back", "skip", "retry", "cancel", "rollback"]
+    assert buttons_of(content) == ["start", "cancel"]
+    assert set(why_not(content)) == {"next", "back", "skip", "validate", "retry", "rollback"}
+    assert why_not(content)["retry"] == 'Retry: Workflow "wizard" is not failed or blocked ' \
+                                        '(status "idle")'
 
 
-def test_page_offers_start_only_to_an_idle_instance(operator):
-    content = page(logged_in(operator), WorkflowInstanceFactory(started=True))
+def test_page_offers_the_commands_that_apply_to_a_running_instance(operator):
+    content = page(logged_in(operator), WorkflowInstanceFactory(
+        workflow="long-manual", started=True, commands=["next"]))
 
-    assert "start" not in re.findall(r'name="_command" value="(\w+)"', content)
+    assert buttons_of(content) == ["next", "back", "skip", "validate", "cancel", "rollback"]
+    assert set(why_not(content)) == {"start", "retry"}
 
 
 def test_page_asks_before_cancel_and_rollback(operator):
-    content = page(logged_in(operator), WorkflowInstanceFactory(started=True))
+    content = page(logged_in(operator), WorkflowInstanceFactory(
+        workflow="long-manual", started=True, commands=["next"]))
 
-    assert re.findall(r'value="(\w+)" class="[^"]*" data-confirm=', content) == [
+    assert re.findall(r'value="(\w+)" class="[^"]*" title="[^"]*" data-confirm=', content) == [
         "cancel", "rollback"]
 
 
@@ -239,14 +264,14 @@ def test_page_shows_no_commands_and_no_state_form_to_a_viewer(viewer):
     assert "dwf-view-only" in content
 
 
-def test_page_disables_the_commands_the_definitions_rule_refuses(clerk):
+def test_page_offers_nothing_the_definitions_rule_refuses_and_says_why(clerk):
     content = page(logged_in(clerk), WorkflowInstanceFactory(workflow="admin-guarded"))
 
-    disabled = re.findall(r'value="(\w+)" class="[^"]*"(?: data-confirm="[^"]*")? disabled '
-                          r'title="([^"]*)"', content)
-    assert [name for name, _ in disabled] == ["start", "next", "back", "skip", "retry",
-                                              "cancel", "rollback"]
-    assert "does not allow you to next this instance" in html.unescape(disabled[1][1])
+    assert buttons_of(content) == []
+    reasons = why_not(content)
+    assert list(reasons) == ["start", "next", "back", "skip", "validate", "retry", "cancel",
+                             "rollback"]
+    assert 'does not allow you to next this instance' in reasons["next"]
     assert 'id="dwf-state-form"' not in content
 
 

@@ -185,3 +185,46 @@ def test_state_of_staff_without_permissions_is_forbidden(outsider):
     response = save_state(logged_in(outsider), instance, {"email": "x@example.com"})
 
     assert response.status_code == 403
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ('{"email": "", "plan": null, "n": ' + "9" * 5000 + "}", "5000 digits"),
+    ('{"email": "", "plan": null, "n": -' + "9" * 5000 + "}", "5000 digits"),
+    ('{"email": "", "plan": null, "n": 1e999}', "out of range"),
+    ('{"email": "", "plan": null, "n": -1e999}', "out of range"),
+    ('{"email": "", "plan": null, "n": NaN}', "NaN is not valid JSON"),
+    ('{"email": "", "plan": null, "n": Infinity}', "Infinity is not valid JSON"),
+    ('{"email": "", "plan": null, "n": -Infinity}', "Infinity is not valid JSON"),
+])
+def test_state_with_a_number_json_cannot_carry_is_shown_and_not_saved(root_client, text, why):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, text)
+
+    assert response.status_code == 200
+    assert why in form_errors(response)
+    assert reload(instance).revision == instance.revision
+
+
+@pytest.mark.parametrize("revision", ["x", "", "9" * 5000, "-1"])
+def test_state_posted_with_a_broken_revision_says_so_and_is_not_saved(root_client, revision):
+    instance = WorkflowInstanceFactory(started=True)
+
+    response = save_state(root_client, instance, {"email": "ann@example.com", "plan": None},
+                          revision=revision)
+
+    assert response.status_code == 200
+    assert "Reload the page" in form_errors(response)
+    assert reload(instance).state == {"email": "", "plan": None}
+
+
+@pytest.mark.parametrize("text", ['{"email": "ann@example.com", "plan": null}', "[]"])
+def test_state_posted_to_a_cancelled_instance_is_refused_with_a_message(root_client, text):
+    instance = WorkflowInstanceFactory(started=True, commands=["cancel"])
+
+    response = save_state(root_client, instance, text)
+
+    assert response.status_code == 302
+    [(level, message)] = shown_messages(root_client.get(response["Location"]))
+    assert level == "error" and message.startswith("State not saved: ")
+    assert reload(instance).state == {"email": "", "plan": None}

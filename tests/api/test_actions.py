@@ -86,6 +86,44 @@ def test_cancel_answers_the_cancelled_instance(api, make_instance):
     assert response.json()["completed_at"] is not None
 
 
+def test_cancel_records_the_reason_given(api, make_instance):
+    instance = make_instance(started=True)
+
+    response = api.post(url(instance, "cancel"), {"reason": "Ordered twice"}, format="json")
+
+    assert response.status_code == 200
+    event = WorkflowEvent.objects.get(instance=instance, type="cancel")
+    assert event.data == {"reason": "Ordered twice"}
+
+
+def test_a_reason_that_is_not_text_answers_400_and_cancels_nothing(api, make_instance):
+    instance = make_instance(started=True)
+
+    response = api.post(url(instance, "cancel"), {"reason": {"why": 1}}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid"
+    assert "reason" in response.json()["fields"]
+    assert WorkflowInstance.objects.get(pk=instance.pk).status == "running"
+
+
+def test_skip_operation_skips_the_operation_named(api, make_instance):
+    from tests.services.test_background import HOLDING, runner
+
+    with runner(HOLDING):  # the operation stays queued
+        instance = make_instance(workflow="back-office", started=True)
+
+        response = api.post(url(instance, "skip_operation"), {"operation": "nope"},
+                            format="json")
+        assert (response.status_code, response.json()["code"]) == (409, "no_operation")
+        first = instance.operations[0]["id"]
+        response = api.post(url(instance, "skip_operation"), {"operation": first},
+                            format="json")
+
+    assert response.status_code == 200
+    assert response.json()["operations"][0]["status"] == "skipped"
+
+
 def test_rollback_starts_undoing_the_completed_steps(api, make_instance):
     instance = make_instance(workflow="compensated", started=True, commands=["next"])
 

@@ -254,7 +254,8 @@ def test_a_client_that_accepts_only_html_gets_a_json_406(api):
 
 
 @pytest.mark.parametrize("query", [
-    {"status": "bogus"}, {"created_after": "yesterday"}, {"owner": "abc"}, {"owner": "999999"},
+    {"status": "bogus"}, {"created_after": "yesterday"}, {"owner": "abc"}, {"owner": "1.5"},
+    {"owner": "9" * 5000},
     {"workflow": "a\x00b"}, {"created_after": "0001-01-01T00:00:00+05:00"},
     {"updated_before": "9999-12-31T23:59:59-05:00"}, {"ordering": "colour"},
     {"page_size": "0"}, {"page_size": "1.5"},
@@ -287,3 +288,60 @@ def test_a_database_outage_answers_a_json_503_to_try_again(api, make_instance, f
     assert response["Retry-After"] == "1"
     instance.refresh_from_db()
     assert instance.status == "idle"
+
+
+# -- charsets ----------------------------------------------------------------------------
+
+
+UTF7_MARKUP = '{"workflow": "wizard", "state": {"email": "+ADw-script+AD4-", "plan": null}}'
+
+
+@pytest.mark.parametrize(("charset", "body"), [
+    ("utf-7", UTF7_MARKUP.encode()),
+    ("UTF-7", UTF7_MARKUP.encode()),
+    ("latin-1", '{"workflow": "wizard", "state": {"email": "é", "plan": null}}'.encode("latin-1")),
+    ("iso-8859-1", b'{"workflow": "wizard"}'),
+    ("utf-16", '{"workflow": "wizard"}'.encode("utf-16")),
+    ("us-ascii", b'{"workflow": "wizard"}'),
+    ("no-such-charset", b'{"workflow": "wizard"}'),
+])
+def test_a_body_declared_in_a_charset_other_than_utf8_answers_415_and_creates_nothing(
+        api, charset, body):
+    response = post_raw(api, "/api/instances/", body,
+                        content_type=f"application/json; charset={charset}")
+
+    assert error(response, 415)["code"] == "unsupported_charset"
+    assert not WorkflowInstance.objects.exists()
+
+
+def test_a_state_update_declared_in_utf7_answers_415(api, make_instance):
+    instance = make_instance(started=True)
+
+    response = api.generic("PATCH", url(instance, "state"),
+                           '{"state": {"email": "+ADw-script+AD4-", "plan": null}}',
+                           content_type="application/json; charset=utf-7")
+
+    assert error(response, 415)["code"] == "unsupported_charset"
+    assert WorkflowInstance.objects.get(pk=instance.pk).state == instance.state
+
+
+@pytest.mark.parametrize("content_type", [
+    "application/json", "application/json; charset=utf-8", "application/json; charset=UTF-8",
+    'application/json; charset="utf-8"', "application/json;CHARSET=Utf-8",
+])
+def test_a_body_in_utf8_with_or_without_its_charset_is_accepted(api, content_type):
+    body = '{"workflow": "wizard", "state": {"email": "zoë@example.com", "plan": null}}'
+
+    response = post_raw(api, "/api/instances/", body.encode(), content_type=content_type)
+
+    assert response.status_code == 201, response.content
+    assert response.json()["state"]["email"] == "zoë@example.com"
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "-" + "9" * 5000])
+def test_an_integer_of_thousands_of_digits_answers_400_saying_so(api, text):
+    body = '{"workflow": "wizard", "state": {"x": TEXT}}'.replace("TEXT", text)
+
+    response = post_raw(api, "/api/instances/", body)
+
+    assert "5000 digits" in error(response, 400)["detail"]

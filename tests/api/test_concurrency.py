@@ -75,7 +75,7 @@ def test_10_concurrent_creates_with_one_idempotency_key_create_one_instance(live
     assert WorkflowInstance.objects.count() == 1
 
 
-@pytest.mark.postgres  # SQLite waits for its one write lock as long as its timeout says
+@pytest.mark.real_locks  # SQLite waits for its one write lock as long as its timeout says
 def test_a_command_that_waits_too_long_for_the_row_lock_answers_409_busy(client_as, settings):
     user = UserFactory()
     instance = WorkflowInstanceFactory(workflow="long-manual", started=True, owner=user)

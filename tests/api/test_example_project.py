@@ -21,12 +21,17 @@ PROBE = r"""
 import json, re
 import django
 django.setup()
+from django.contrib.auth import get_user_model
 from django.contrib.staticfiles import finders
+from django.core.management import call_command
 from django.test import Client
 from django.test.utils import setup_test_environment
 
 setup_test_environment()
+call_command("migrate", verbosity=0)  # a database of its own (DWF_DEMO_DB)
 client = Client()
+anonymous = {"docs": client.get("/api/docs/"), "schema": client.get("/api/schema/")}
+client.force_login(get_user_model().objects.create_user("visitor"))
 docs = client.get("/api/docs/")
 assets = re.findall(r'(?:src|href)="([^"]+)"', docs.content.decode())
 schema = client.get("/api/schema/", {"format": "json"})
@@ -36,15 +41,20 @@ print(json.dumps({
                for a in assets},
     "schema": schema.status_code,
     "paths": sorted(json.loads(schema.content)["paths"]),
-    "anonymous": client.get("/api/instances/").status_code,
+    "anonymous docs": [anonymous["docs"].status_code, anonymous["docs"].get("Location")],
+    "anonymous schema": [anonymous["schema"].status_code, anonymous["schema"]["Content-Type"],
+                         anonymous["schema"].json()["code"]],
+    "anonymous": Client().get("/api/instances/").status_code,
     "unknown": [client.get("/api/nope/").status_code, client.get("/api/nope/")["Content-Type"]],
 }))
 """
 
 
 @pytest.fixture(scope="module")
-def example() -> dict:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "example_project.settings"}
+def example(tmp_path_factory) -> dict:
+    database = tmp_path_factory.mktemp("example") / "db.sqlite3"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "example_project.settings",
+           "DWF_DEMO_DB": str(database)}
     done = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -62,6 +72,14 @@ def test_swagger_ui_s_files_are_served_by_the_site_itself_not_a_cdn(example):
 def test_the_example_serves_the_schema_of_the_api_at_api_schema(example):
     assert example["schema"] == 200
     assert "/api/instances/{id}/next/" in example["paths"]
+
+
+def test_the_example_sends_anonymous_users_from_swagger_ui_to_the_login_page(example):
+    assert example["anonymous docs"] == [302, "/accounts/login/?next=/api/docs/"]
+
+
+def test_the_example_refuses_the_schema_to_anonymous_users_as_json(example):
+    assert example["anonymous schema"] == [403, "application/json", "not_authenticated"]
 
 
 def test_the_example_asks_anonymous_users_to_sign_in(example):

@@ -204,3 +204,42 @@ def test_a_stale_if_match_does_not_use_up_the_key(api, make_instance):
                      HTTP_IDEMPOTENCY_KEY="k")
 
     assert (stale.status_code, fresh.status_code) == (412, 200)
+
+
+# -- If-Match naming a revision no instance can have -------------------------------------
+
+
+HUGE = "9" * 5000  # more digits than Python's int() reads (4300)
+
+
+def validate(api, instance, header: str):
+    return api.post(url(instance, "validate"), HTTP_IF_MATCH=header)
+
+
+def update_state(api, instance, header: str):
+    return api.patch(url(instance, "state"), {"state": {"email": "x", "plan": None}},
+                     format="json", HTTP_IF_MATCH=header)
+
+
+@pytest.mark.parametrize("send", [validate, update_state])
+@pytest.mark.parametrize("header", [f'"{HUGE}"', HUGE, f'W/"{HUGE}"', f'"{"1" * 20}"'])
+def test_if_match_naming_a_revision_beyond_any_answers_412_with_the_current_etag(
+        api, make_instance, send, header):
+    instance = make_instance(started=True)
+    before = saved(instance)
+
+    response = send(api, instance, header)
+
+    assert response.status_code == 412, response.content
+    assert response.json()["code"] == "stale_revision"
+    assert response["ETag"] == f'"{instance.revision}"'
+    assert saved(instance) == before
+
+
+def test_if_match_with_thousands_of_leading_zeros_names_the_revision_after_them(
+        api, make_instance):
+    instance = make_instance(started=True)
+
+    response = update_state(api, instance, f'"{"0" * 5000}{instance.revision}"')
+
+    assert response.status_code == 200, response.content

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 CONTRACT_FIELDS = {
     "id", "workflow", "version", "status", "state", "current_step", "completed_steps",
     "skipped_steps", "history", "errors", "operations", "parallel", "nested", "revision",
-    "created_at", "updated_at", "started_at", "completed_at",
+    "created_at", "updated_at", "started_at", "completed_at", "reference", "actions",
 }
 
 
@@ -169,3 +169,37 @@ def test_list_shows_nested_children_in_short(api, make_instance):
 
     assert [item["nested"]["workflow"] for item in results if item["id"] == str(parent.pk)] == [
         "child-check"]
+
+
+def test_create_with_a_reference_shows_it_and_a_second_one_answers_409_with_the_first(api):
+    first = api.post("/api/instances/", {"workflow": "wizard", "reference": "A-1001"},
+                     format="json")
+    second = api.post("/api/instances/", {"workflow": "wizard", "reference": "A-1001"},
+                      format="json")
+
+    assert (first.status_code, first.json()["reference"]) == (201, "A-1001")
+    assert second.status_code == 409
+    assert (second.json()["code"], second.json()["id"]) == ("reference_taken",
+                                                           first.json()["id"])
+
+
+def test_the_same_reference_may_name_instances_of_two_workflows(api):
+    for workflow in ("wizard", "long-manual"):
+        assert api.post("/api/instances/", {"workflow": workflow, "reference": "R-1"},
+                        format="json").status_code == 201
+
+
+def test_the_list_filters_by_reference(api):
+    api.post("/api/instances/", {"workflow": "wizard", "reference": "A-1"}, format="json")
+    api.post("/api/instances/", {"workflow": "wizard"}, format="json")
+
+    found = api.get("/api/instances/", {"reference": "A-1"}).json()
+
+    assert [item["reference"] for item in found["results"]] == ["A-1"]
+
+
+def test_a_reference_with_a_nul_character_answers_400(api):
+    response = api.post("/api/instances/", {"workflow": "wizard", "reference": "A\x00"},
+                        format="json")
+
+    assert (response.status_code, response.json()["code"]) == (400, "invalid")

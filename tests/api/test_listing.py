@@ -68,6 +68,34 @@ def test_filter_by_owner(client_as, superuser, owner, make_instance):
     assert ids(client_as(superuser).get("/api/instances/", {"owner": owner.pk})) == as_ids(mine)
 
 
+def test_filter_by_an_owner_id_no_user_has_answers_an_empty_page(client_as, superuser,
+                                                                 make_instance):
+    make_instance()
+    missing = UserFactory()
+    missing_id = missing.pk
+    missing.delete()
+
+    response = client_as(superuser).get("/api/instances/", {"owner": missing_id})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["count"] == 0
+
+
+def test_filter_by_owner_does_not_tell_a_missing_user_from_one_without_instances(
+        client_as, stranger, make_instance):
+    make_instance()
+    missing = UserFactory()
+    missing_id = missing.pk
+    missing.delete()
+    idle = UserFactory()
+    api = client_as(stranger)
+
+    answers = [api.get("/api/instances/", {"owner": pk}) for pk in (missing_id, idle.pk)]
+
+    assert [(a.status_code, a.json()) for a in answers] == [
+        (200, {"count": 0, "next": None, "previous": None, "results": []})] * 2
+
+
 def test_filter_by_creation_time(api, make_instance):
     old = make_instance()
     WorkflowInstance.objects.filter(pk=old.pk).update(

@@ -7,8 +7,10 @@ import json
 import pytest
 from django.core.management import call_command
 
+from django_workflows.engine import TASK_COMMANDS
 from django_workflows.services import COMMAND_NAMES
 from tests.api.test_instances import CONTRACT_FIELDS
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 
@@ -20,6 +22,9 @@ CONTRACT_PATHS = {
     "/api/instances/{id}/state/": {"patch"},
     "/api/instances/{id}/events/": {"get"},
     **{f"/api/instances/{{id}}/{name}/": {"post"} for name in COMMAND_NAMES},
+    "/api/tasks/": {"get"},
+    "/api/tasks/{id}/": {"get"},
+    **{f"/api/tasks/{{id}}/{name}/": {"post"} for name in TASK_COMMANDS},
 }
 
 
@@ -27,8 +32,12 @@ CONTRACT_PATHS = {
 def schema(django_db_blocker) -> dict:
     from rest_framework.test import APIClient
 
-    with django_db_blocker.unblock():
-        response = APIClient().get("/api/schema/", {"format": "json"})
+    client = APIClient()
+    with django_db_blocker.unblock():  # any signed-in user may read it
+        user = UserFactory()
+        client.force_authenticate(user)
+        response = client.get("/api/schema/", {"format": "json"})
+        user.delete()
     assert response.status_code == 200
     return json.loads(response.content)
 
@@ -41,8 +50,40 @@ def test_the_schema_is_generated_without_warnings_and_validates(tmp_path):
     assert json.loads((tmp_path / "schema.json").read_text())["openapi"].startswith("3.")
 
 
-def test_the_schema_is_served_to_anonymous_users(schema):
+def test_the_schema_is_served_to_signed_in_users(schema):
     assert schema["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize("query", [{}, {"format": "json"}, {"format": "yaml"}])
+def test_the_schema_is_refused_to_anonymous_users_as_a_json_error(query):
+    from rest_framework.test import APIClient
+
+    response = APIClient().get("/api/schema/", query)
+
+    assert response.status_code == 401  # the test settings try HTTP Basic first
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "not_authenticated"
+    assert "WWW-Authenticate" in response
+
+
+def test_the_schema_is_refused_to_wrong_credentials():
+    from rest_framework.test import APIClient
+
+    response = APIClient().get("/api/schema/", HTTP_AUTHORIZATION="Basic bm9ib2R5Om5vcGU=")
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+
+
+def test_the_schema_is_public_when_the_setting_says_so(settings):
+    from rest_framework.test import APIClient
+
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "PUBLIC_SCHEMA": True}
+
+    response = APIClient().get("/api/schema/", {"format": "json"})
+
+    assert response.status_code == 200
+    assert json.loads(response.content)["openapi"].startswith("3.")
 
 
 def test_the_schema_has_every_endpoint_of_the_contract(schema):

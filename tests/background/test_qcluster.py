@@ -1,10 +1,11 @@
 """Background work on a real django-q2 cluster, with the ORM broker and with Redis.
 
 Every test drives real processes: a ``manage.py qcluster`` (two workers) and a
-``workflows_sweep --loop`` sweeper (tests/qcluster.py), against the PostgreSQL
-test database. The children write a heartbeat every 0.5 s and count an attempt
-as interrupted after 3 s without one. Operations talk back through ``Note``
-rows (tests/testapp/background.py); the tests poll rows with deadlines.
+``workflows_sweep --loop`` sweeper (tests/qcluster.py), against the test database
+on PostgreSQL or MariaDB/MySQL, which they share with real row locks. The children
+write a heartbeat every 0.5 s and count an attempt as interrupted after 3 s without
+one. Operations talk back through ``Note`` rows (tests/testapp/background.py); the
+tests poll rows with deadlines.
 
 One cluster serves every test of a broker; only the tests that kill it or need
 it stopped start another. Each test waits until no attempt is queued or running
@@ -25,13 +26,13 @@ from django.core.management import call_command
 
 from django_workflows import services
 from django_workflows.conf import DJANGO_Q_RUNNER
-from django_workflows.engine.stepwork import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
+from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
 from tests.qcluster import Process, background, queue_name, redis_queue_key, wait_for
 from tests.testapp.models import Note
 
-pytestmark = [pytest.mark.postgres, pytest.mark.needs_q2,
+pytestmark = [pytest.mark.real_locks, pytest.mark.needs_q2,
               pytest.mark.django_db(transaction=True)]
 
 BROKERS = ["orm", "redis"]

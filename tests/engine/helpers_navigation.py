@@ -7,7 +7,7 @@ from itertools import pairwise
 from typing import Any
 
 from django_workflows.engine import Event, Operation, Step, Transition, Workflow
-from django_workflows.engine.local import LocalExecutor
+from django_workflows.testing.local import LocalExecutor
 
 
 def chain(*steps: Step, id: str = "w", **workflow: Any) -> Workflow:

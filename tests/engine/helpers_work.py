@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django_workflows.engine import Operation, Step, Transition, Workflow
-from django_workflows.engine.local import LocalExecutor
+from django_workflows.testing.local import LocalExecutor
 
 
 class Calls(list):

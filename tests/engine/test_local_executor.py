@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django_workflows.engine import Branch, Operation, Step, Transition, Workflow
-from django_workflows.engine.local import FakeClock, LocalExecutor
+from django_workflows.testing.local import FakeClock, LocalExecutor
 
 from .helpers_work import Calls, fails_first, one_operation, op, started, types
 

@@ -66,6 +66,15 @@ def test_what_migrate_returns_is_the_instance():
     assert snapshot.completed_steps == ("account",)
 
 
+def test_a_migration_may_be_a_coroutine_as_every_other_hook():
+    async def rename_later(data):
+        return rename_mail(data)
+
+    snapshot = load(signup_v2(rename_later), persisted(V1, {"mail": "a@example.com"}, moves=1))
+
+    assert snapshot.state == {"email": "a@example.com"}
+
+
 def test_a_migrated_instance_has_the_current_version():
     data = persisted(V1, {"mail": ""})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django_workflows.engine import Next, Operation, Step, Transition, Workflow
-from django_workflows.engine.local import LocalExecutor
+from django_workflows.testing.local import LocalExecutor
 
 from .helpers_work import Calls, chain, fails_calls, started, types
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+
 import pytest
 
 from django_workflows.engine import (
     AttemptFinished,
     AttemptOutcome,
     AttemptStarted,
+    Cancelled,
+    DefinitionError,
     Operation,
     StaleOperation,
     Step,
@@ -414,6 +420,54 @@ def test_the_log_bound_applies_across_attempts():
     logs = op(x, i, "op").logs
     assert len(logs) == 1000
     assert (logs[0], logs[-1]) == ("attempt 1 line 400", "attempt 2 line 699")
+
+
+def test_max_logs_sets_how_many_log_lines_an_operation_keeps():
+    def run(ctx):
+        for n in range(10):
+            ctx.log(f"line {n}")
+
+    x, i = started(chain(
+        Step("a", operations=[Operation("three", run=run, max_logs=3),
+                              Operation("none", run=run, max_logs=0)])))
+
+    assert op(x, i, "three").logs == ("line 7", "line 8", "line 9")
+    assert op(x, i, "none").logs == ()
+
+
+def test_max_logs_must_be_a_whole_number_of_zero_or_more():
+    with pytest.raises(DefinitionError, match="max_logs must be an int >= 0"):
+        Operation("op", run=lambda ctx: None, max_logs=-1)
+
+
+def test_a_child_still_running_in_a_thread_is_told_to_stop_when_its_attempt_ends():
+    """SEED-RULES O-5: the children an attempt started are cancelled when it fails."""
+    seen: dict[str, object] = {}
+    started_child, stopped = threading.Event(), threading.Event()
+
+    def child_run(ctx):
+        started_child.set()
+        deadline = time.monotonic() + 10
+        while not ctx.cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen["cancelled"] = ctx.cancelled
+        stopped.set()
+
+    def run_the_child(ctx):
+        with contextlib.suppress(Cancelled):  # it stopped, as told
+            ctx.run_child(Operation("slow-child", run=child_run))
+
+    def run(ctx):
+        worker = threading.Thread(target=run_the_child, args=(ctx,), daemon=True)
+        worker.start()
+        assert started_child.wait(10)
+        raise RuntimeError("the parent attempt fails")
+
+    x, i = started(one_operation(Operation("op", run=run)))
+
+    assert stopped.wait(10)
+    assert seen["cancelled"] is True
+    assert op(x, i, "op").status == "failed"
 
 
 def test_logs_of_a_failed_attempt_are_kept():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django_workflows.engine import Branch, Operation, Step, Workflow
-from django_workflows.engine.local import LocalExecutor
+from django_workflows.testing.local import LocalExecutor
 
 from .helpers_work import Calls, chain, one_operation, op, started, types
 

@@ -21,8 +21,8 @@ from django_workflows.engine import (
     from_json,
     to_json,
 )
-from django_workflows.engine.local import LocalExecutor
 from django_workflows.engine.snapshot import StepRun, StoppingAttempt
+from django_workflows.testing.local import LocalExecutor
 
 from .helpers_navigation import chain, created, started
 

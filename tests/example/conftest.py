@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 
 from django_workflows.testing import WorkflowTester
 from tests.factories import UserFactory
@@ -13,7 +14,12 @@ def customer(db):
 
 @pytest.fixture
 def operator(db):
-    return UserFactory(username="olga", is_staff=True)
+    # Back-office staff: sees and acts on every instance (the model's permissions), and
+    # reviews identity documents (the group the identity check's review task asks).
+    user = UserFactory(username="olga", is_staff=True,
+                       permissions=["view_workflowinstance", "change_workflowinstance"])
+    user.groups.add(Group.objects.get_or_create(name="operators")[0])
+    return type(user).objects.get(pk=user.pk)
 
 
 @pytest.fixture

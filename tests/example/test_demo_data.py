@@ -33,9 +33,11 @@ def demo_data():
 def test_it_creates_an_operator_and_two_customers_and_prints_their_passwords(queued_work):
     output = demo_data()
 
-    assert "operator   password: operator-demo   operator (admin)" in output
+    assert "operator   password: operator-demo   operator (admin; groups operators, " \
+           "managers)" in output
     operator = authenticate(username="operator", password="operator-demo")
-    assert operator.is_superuser and operator.is_staff
+    assert operator.is_staff and not operator.is_superuser
+    assert sorted(operator.groups.values_list("name", flat=True)) == ["managers", "operators"]
     for name in ("alice", "bob"):
         assert f"{name:<10} password: {name}-demo" in output
         user = authenticate(username=name, password=f"{name}-demo")

@@ -1,24 +1,31 @@
-"""The example's expense approval: a state schema, and no cancel once approved."""
+"""The example's expense approval: a state schema, a manager's task, no cancel once approved."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core import mail
 
-from django_workflows.exceptions import InvalidState, WorkflowNotMoved
+from django_workflows.exceptions import InvalidState, NotAllowed, WorkflowNotMoved
+from django_workflows.models import WorkflowTask
 from example_project.shop.models import Reimbursement
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 CLAIM = {"employee": "ann", "amount": 42.5, "currency": "EUR", "category": "travel",
-         "description": "Train to the customer", "receipt": "receipts/4711.pdf",
-         "decision": None, "comment": ""}
+         "description": "Train to the customer", "receipt": "receipts/4711.pdf"}
+
+
+def manager_named(name: str):
+    user = UserFactory(username=name, is_staff=True)
+    user.groups.add(Group.objects.get_or_create(name="managers")[0])
+    return user
 
 
 @pytest.fixture
 def manager(db):
-    return UserFactory(username="mo")
+    return manager_named("mo")
 
 
 def claimed(wf, **changes):
@@ -28,10 +35,7 @@ def claimed(wf, **changes):
 
 
 def decide(wf, claim, manager, decision, comment=""):
-    claim = wf.reload(claim)
-    wf.update_state(claim, {**claim.state, "decision": decision, "comment": comment},
-                    user=manager)
-    return wf.next(claim, user=manager)
+    return wf.complete(claim, input={"decision": decision, "comment": comment}, user=manager)
 
 
 def test_an_approved_claim_is_paid_back(wf, manager):
@@ -90,22 +94,50 @@ def test_a_field_the_schema_does_not_know_is_refused(wf):
     assert "iban" in refused.value.field_errors[0].message
 
 
-def test_an_employee_cannot_decide_their_own_claim(wf, customer):
+def test_a_manager_cannot_decide_their_own_claim(wf, customer):
+    customer.groups.add(Group.objects.get_or_create(name="managers")[0])
+    claim = claimed(wf)  # ann's own: she is a manager too
+
+    with pytest.raises(NotAllowed, match="your own instance"):
+        decide(wf, claim, type(customer).objects.get(pk=customer.pk), "approved")
+
+    assert wf.reload(claim).current_step == "approval"
+
+
+def test_the_decision_records_who_made_it(wf, manager):
     claim = claimed(wf)
 
-    with pytest.raises(WorkflowNotMoved):
-        decide(wf, claim, customer, "approved")
+    decide(wf, claim, manager, "approved")
 
-    assert wf.reload(claim).errors == ["You cannot decide on your own expense claim"]
+    task = WorkflowTask.objects.get(instance=claim)
+    assert (task.completed_by, task.input) == (manager, {"decision": "approved", "comment": ""})
 
 
-def test_a_rejection_needs_a_reason(wf, manager):
+def test_a_rejection_needs_a_reason_and_changes_nothing_without_one(wf, manager):
     claim = claimed(wf)
 
-    with pytest.raises(WorkflowNotMoved):
+    with pytest.raises(WorkflowNotMoved) as refused:
         decide(wf, claim, manager, "rejected")
 
-    assert wf.reload(claim).errors == ["comment: Say why the claim is rejected"]
+    assert (refused.value.code, refused.value.reason) == (
+        "validation_failed", "comment: Say why the claim is rejected")
+    assert WorkflowTask.objects.get(instance=claim).status == "open"
+
+
+def test_the_claimant_may_not_change_a_submitted_claim(wf):
+    claim = claimed(wf)
+
+    with pytest.raises(NotAllowed):
+        wf.update_state(claim, {**CLAIM, "amount": 4200})
+
+
+def test_a_claim_left_undecided_for_two_days_goes_to_the_directors_too(wf):
+    claim = claimed(wf)
+
+    wf.advance(2 * 24 * 3600 + 1)
+
+    task = WorkflowTask.objects.get(instance=claim)
+    assert task.overdue and "group:directors" in task.candidates
 
 
 def test_a_claim_can_be_cancelled_before_it_is_approved(wf):
@@ -116,14 +148,17 @@ def test_a_claim_can_be_cancelled_before_it_is_approved(wf):
     assert cancelled.status == "cancelled"
 
 
-def test_an_approved_claim_cannot_be_cancelled(wf, manager):
+def test_an_approved_claim_cannot_be_cancelled_and_the_refusal_says_why(wf, manager):
     claim = claimed(wf)
-    wf.update_state(claim, {**claim.state, "decision": "approved"}, user=manager)
+    wf.update_state(claim, {**claim.state, "approval": {"decision": "approved"}},
+                    user=None)  # trusted code: the state as the payout would find it
 
     with pytest.raises(WorkflowNotMoved) as refused:
         wf.cancel(claim)
 
     assert refused.value.code == "cancel_refused"
+    assert refused.value.reason == ("This claim was approved and is being paid back: roll it "
+                                    "back instead")
     assert wf.reload(claim).status == "running"
 
 

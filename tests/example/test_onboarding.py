@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows.exceptions import InvalidState, WorkflowNotMoved
+from django_workflows.exceptions import InvalidState, NotAllowed, WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import Customer
 
@@ -17,10 +17,11 @@ def child_of(instance):
     return WorkflowInstance.objects.get(pk=instance.nested_id)
 
 
-def fill(wf, instance, **values):
+def fill(wf, instance, user=None, **values):
     """What the wizard page does: merge the form's fields into the state."""
     instance = wf.reload(instance)
-    return wf.update_state(instance, {**instance.state, **values})
+    options = {"user": user} if user is not None else {}
+    return wf.update_state(instance, {**instance.state, **values}, **options)
 
 
 def to_identity_check(wf, **profile):
@@ -40,8 +41,8 @@ def to_review(wf, instance):
 
 
 def decide(wf, child, operator, decision, reason=""):
-    fill(wf, child, decision=decision, reason=reason)
-    return wf.next(child, user=operator)
+    """The operator completes the review task of the child's review step."""
+    return wf.complete(child, input={"decision": decision, "reason": reason}, user=operator)
 
 
 def test_a_customer_walks_through_to_a_customer_record(wf, customer, operator):
@@ -165,15 +166,16 @@ def test_a_document_number_must_look_like_one(wf):
 def test_the_customer_cannot_pass_the_manual_review(wf):
     instance = to_identity_check(wf)
     child = to_review(wf, instance)
-    fill(wf, child, decision="approved")
+    with pytest.raises(NotAllowed, match="does not allow you to update state"):
+        fill(wf, child, document_number="Z9999999")  # the document under review stays
+    with pytest.raises(NotAllowed, match="not a candidate"):
+        wf.complete(child, input={"decision": "approved"})  # the decision is not theirs
 
     with pytest.raises(WorkflowNotMoved) as refused:
         wf.next(instance)
 
-    assert refused.value.code == "validation_failed"
+    assert refused.value.code == "task_open"
     assert wf.reload(child).current_step == "review"
-    assert wf.reload(child).errors == [
-        "An operator reviews your document; this page moves on once they have"]
 
 
 def test_an_approved_review_moves_the_onboarding_to_confirmation(wf, operator):
@@ -184,6 +186,16 @@ def test_an_approved_review_moves_the_onboarding_to_confirmation(wf, operator):
 
     assert wf.reload(child).status == "completed"
     assert wf.reload(instance).current_step == "confirm"
+
+
+def test_a_rejection_without_a_reason_is_refused_and_changes_nothing(wf, operator):
+    child = to_review(wf, to_identity_check(wf))
+
+    with pytest.raises(WorkflowNotMoved) as refused:
+        decide(wf, child, operator, "rejected")
+
+    assert refused.value.reason == "reason: Say why the document is rejected"
+    assert wf.reload(child).current_step == "review"
 
 
 def test_a_rejected_document_fails_the_onboarding(wf, operator):

@@ -347,7 +347,7 @@ def test_sweep_interrupts_an_attempt_whose_heartbeat_expired():
     assert charge["error"]["message"] == "Operation was interrupted before workflow recovery"
 
 
-@pytest.mark.postgres
+@pytest.mark.real_locks
 def test_sweep_passes_over_a_silent_attempt_whose_instance_is_busy_and_goes_on():
     busy, busy_token = claimed_back_office()
     HoldingRunner.held.clear()
@@ -459,16 +459,16 @@ def test_a_late_interruption_leaves_a_finished_attempt_finished():
 
 def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypatch):
     """The sweep saw the attempt silent; the instance was purged before its lock was taken."""
-    from django_workflows.services import attempts as service_attempts
+    from django_workflows.services import unit as service_unit
 
     instance, token = claimed_back_office()
-    real_lock_tree = service_attempts.lock_tree
+    real_lock_tree = service_unit.lock_tree
 
     def lock_tree(instance_id, **options):
         WorkflowInstance.objects.filter(pk=instance.pk).delete()
         return real_lock_tree(instance_id, **options)
 
-    monkeypatch.setattr(service_attempts, "lock_tree", lock_tree)
+    monkeypatch.setattr(service_unit, "lock_tree", lock_tree)
 
     assert services.interrupt_attempt(token) is False
     assert not Attempt.objects.filter(token=token).exists()
@@ -476,19 +476,19 @@ def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypat
 
 def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
     """Two workers get one token (a redispatch, a broker retry) and both see it queued."""
-    from django_workflows.services import attempts as service_attempts
+    from django_workflows.services import unit as service_unit
 
     with runner(HOLDING):
         instance = services.create("back-office", start=True)
     (token,) = HoldingRunner.held
     past_check = threading.Semaphore(0)
-    real_busy_as_error = service_attempts.busy_as_error
+    real_busy_as_error = service_unit.busy_as_error
 
     def busy_as_error(seconds):
         past_check.release()  # this claimer saw the attempt queued
         return real_busy_as_error(seconds)
 
-    monkeypatch.setattr(service_attempts, "busy_as_error", busy_as_error)
+    monkeypatch.setattr(service_unit, "busy_as_error", busy_as_error)
     holding, release = threading.Event(), threading.Event()
     claimed: list = []
 

@@ -128,6 +128,33 @@ def test_e005_another_broken_definition():
     assert problem.hint == "in tests.testapp.broken.invalid"
 
 
+def test_e005_a_task_whose_form_is_not_a_json_schema_names_its_step():
+    registry.autodiscover("broken.bad_task")
+
+    (problem,) = with_id(definition_problems(), "E005")
+    assert problem.msg.startswith('Step "decision": task: form is not a valid JSON Schema')
+    assert problem.hint == "in tests.testapp.broken.bad_task"
+
+
+@pytest.mark.django_db
+def test_w020_a_task_candidate_naming_no_group_or_permission():
+    registry.autodiscover("broken.unknown_candidates")
+
+    problems = with_id(checks.check_task_candidates(databases=["default"]), "W020")
+
+    assert sorted(p.msg for p in problems if '"broken-candidates"' in p.msg) == [
+        'Workflow "broken-candidates": the task of step "decision" names group '
+        '"nobody-here", which does not exist',
+        'Workflow "broken-candidates": the task of step "decision" names permission '
+        '"shop.no_such", which does not exist']
+
+
+def test_w020_is_not_asked_without_a_database():
+    registry.autodiscover("broken.unknown_candidates")
+
+    assert checks.check_task_candidates() == []
+
+
 def test_e006_a_nested_workflow_id_that_is_not_registered():
     register(Workflow(id="lonely", steps=[Step("nest", nested="missing")]))
 
@@ -165,6 +192,19 @@ def test_e010_a_boolean_is_not_a_number():
     (problem,) = with_id(checks.check_settings(), "E010")
 
     assert "'MAX_STATE_BYTES'" in problem.msg
+
+
+@override_settings(DJANGO_WORKFLOWS={"PUBLIC_SCHEMA": "yes"})
+def test_e010_a_switch_that_is_not_true_or_false():
+    (problem,) = with_id(checks.check_settings(), "E010")
+
+    assert problem.msg == "DJANGO_WORKFLOWS['PUBLIC_SCHEMA'] must be True or False, not 'yes'"
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_a_switch_set_to_true_or_false_passes(value):
+    with override_settings(DJANGO_WORKFLOWS={"PUBLIC_SCHEMA": value}):
+        assert checks.check_settings() == []
 
 
 @override_settings(DJANGO_WORKFLOWS={"LOCK_TIMOUT": 3})
@@ -242,6 +282,43 @@ def test_without_django_q_its_settings_are_not_checked(monkeypatch):
     monkeypatch.setattr(apps, "is_installed", lambda name: False)
 
     assert checks.check_django_q() == []
+
+
+# -- databases ------------------------------------------------------------------------------
+
+ORACLE = {"ENGINE": "django.db.backends.oracle", "NAME": "legacy"}
+
+
+class ElsewhereThanOracle:
+    """A database router that keeps django_workflows' tables off the "legacy" database."""
+
+    def allow_migrate(self, db: str, app_label: str, **hints: object) -> bool | None:
+        return False if db == "legacy" and app_label == "django_workflows" else None
+
+
+@databases_overridden
+def test_e030_oracle_is_not_supported():
+    with override_settings(DATABASES={"default": SOUND_SQLITE, "legacy": ORACLE}):
+        (problem,) = with_id(checks.check_oracle(), "E030")
+
+    assert isinstance(problem, Error)
+    assert problem.msg == 'Database "legacy" is Oracle, which django-workflows does not support'
+
+
+@databases_overridden
+def test_e030_an_oracle_database_our_tables_are_kept_off_passes():
+    with override_settings(DATABASES={"default": SOUND_SQLITE, "legacy": ORACLE},
+                           DATABASE_ROUTERS=[ElsewhereThanOracle()]):
+        assert checks.check_oracle() == []
+
+
+@databases_overridden
+def test_postgresql_mariadb_and_sqlite_pass_the_database_check():
+    with override_settings(DATABASES={
+            "default": SOUND_SQLITE,
+            "pg": {"ENGINE": "django.db.backends.postgresql", "NAME": "site"},
+            "maria": {"ENGINE": "django.db.backends.mysql", "NAME": "site"}}):
+        assert checks.check_oracle() == []
 
 
 # -- SQLite ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from django_workflows import services
 from django_workflows.exceptions import (
     InstanceNotFound,
+    NotAllowed,
     StaleRevision,
     UnknownWorkflow,
     WorkflowNotMoved,
@@ -145,9 +146,39 @@ def test_start_writes_events_numbered_from_one_with_the_revision_that_wrote_them
 
 def test_events_record_the_acting_user():
     user = UserFactory()
-    instance = services.start(services.create("wizard"), user=user)
+    instance = services.start(services.create("wizard", owner=user), user=user)
 
     assert {event.actor for event in WorkflowEvent.objects.filter(instance=instance)} == {user}
+
+
+def test_cancel_records_its_reason_on_the_cancel_event():
+    instance = services.cancel(services.create("wizard", start=True), reason="Duplicate")
+
+    assert WorkflowEvent.objects.get(instance=instance, type="cancel").data == {
+        "reason": "Duplicate"}
+
+
+def test_a_command_given_a_value_it_does_not_take_is_a_type_error():
+    instance = services.create("wizard", start=True)
+
+    with pytest.raises(TypeError, match="takes 0 value"):
+        services.command(instance, "next", "why")
+
+
+def test_a_user_who_does_not_own_the_instance_may_not_act_on_it():
+    instance = services.create("wizard", start=True, owner=UserFactory())
+
+    with pytest.raises(InstanceNotFound):
+        services.next(instance, user=UserFactory())
+
+
+def test_a_user_who_sees_but_may_not_change_gets_not_allowed():
+    viewer = UserFactory(permissions=["view_workflowinstance"])
+    instance = services.create("wizard", start=True, owner=UserFactory())
+
+    with pytest.raises(NotAllowed, match="do not have permission to cancel"):
+        services.cancel(instance, user=viewer)
+    assert WorkflowInstance.objects.get(pk=instance.pk).status == "running"
 
 
 def test_events_of_a_command_without_a_user_have_no_actor():

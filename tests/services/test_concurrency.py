@@ -1,10 +1,10 @@
 """Commands racing on real threads: nothing lost, nothing doubled, no deadlock.
 
 Every thread has its own database connection (closed when it ends) and waits
-at a barrier so that the callers really start together. On PostgreSQL the
-row locks are real; on SQLite the one write lock (``BEGIN IMMEDIATE``)
-serialises the commands. Each test runs on both, in their own runs of the
-suite, except the ``Busy`` test, which needs PostgreSQL's ``lock_timeout``.
+at a barrier so that the callers really start together. On PostgreSQL and
+MariaDB/MySQL the row locks are real; on SQLite the one write lock (``BEGIN
+IMMEDIATE``) serialises the commands. Each test runs on each of them, in their own
+runs of the suite, except the ``Busy`` test, which needs a bounded wait for a row lock.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from django.test import override_settings
 from django_workflows import services
 from django_workflows.exceptions import Busy, StaleRevision, WorkflowNotMoved
 from django_workflows.models import WorkflowEvent, WorkflowInstance
+from tests import dbutil
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -226,7 +227,7 @@ def test_parent_and_child_commands_racing_never_deadlock_and_stay_consistent():
     callers += [lambda s=s: caller(child_id, 100 + s) for s in range(6)]
     outcome = race(*callers)
 
-    # A PostgreSQL deadlock (40P01) or any other database error would be here.
+    # A deadlock (PostgreSQL's 40P01, MariaDB's 1213) or any other database error is here.
     assert outcome.errors == []
     assert sum(t["moved"] + t["refused"] for t in outcome.results) == 12 * 8
     parent.refresh_from_db()
@@ -270,15 +271,7 @@ def _assert_child_completed_before_parent_left_check(parent: WorkflowInstance,
 # -- 5. Busy, and a cancel that waits ------------------------------------------------------
 
 
-def _blocked_on_a_lock() -> int:
-    """How many other sessions wait for a lock right now (PostgreSQL)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                       "AND datname = current_database() AND pid <> pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
-@pytest.mark.postgres
+@pytest.mark.real_locks
 def test_a_command_answers_busy_while_another_holds_the_row_and_a_cancel_waits():
     instance = started("long-manual")
     before = (instance.revision, instance.last_event, instance.current_step)
@@ -306,12 +299,12 @@ def test_a_command_answers_busy_while_another_holds_the_row_and_a_cancel_waits()
             with pytest.raises(Busy):
                 services.next(instance.pk)
             waited = time.monotonic() - began
-        assert 0.4 <= waited < 2.0  # it waited for the lock timeout (0.5 s), then gave up
+        # It waited for the lock timeout, then gave up: 0.5 s (MariaDB/MySQL: 1 s, as they
+        # wait whole seconds).
+        assert 0.4 <= waited < 2.0
         threads[1].start()
-        deadline = time.monotonic() + 5.0
-        while _blocked_on_a_lock() == 0:  # the cancel is queued behind the holder
-            assert time.monotonic() < deadline, "the cancel never waited for the lock"
-            time.sleep(0.01)
+        # The cancel is queued behind the holder.
+        assert dbutil.a_session_waits_for_a_lock(5.0), "the cancel never waited for the lock"
         assert "canceller" not in holding
     finally:
         release.set()

@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from django_workflows import Step, Workflow, registry, services
+from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.exceptions import Busy, WorkflowNotMoved
 from django_workflows.models import WorkflowEvent, WorkflowInstance
 from django_workflows.services import locking
@@ -208,21 +208,8 @@ def test_a_running_childs_exit_guard_refuses_the_parents_cancel(guarded_child):
 # -- lock order -----------------------------------------------------------------------------
 
 
-def test_a_command_on_the_child_locks_the_parent_first(monkeypatch):
-    parent, child = at_check()
-    locked = []
-    original = locking._locked
-
-    def spy(pk):
-        row = original(pk)
-        locked.append(row.pk)
-        return row
-
-    monkeypatch.setattr(locking, "_locked", spy)
-
-    services.next(child)
-
-    assert locked == [parent.pk, child.pk]
+# That a child's command takes its parent's lock before its own, with real locks:
+# tests/services/test_locking.py.
 
 
 def test_the_locked_chain_runs_from_the_root_down():
@@ -234,10 +221,10 @@ def test_the_locked_chain_runs_from_the_root_down():
     assert [row.pk for row in chain] == [parent.pk, child.pk]
 
 
-@pytest.mark.postgres
+@pytest.mark.real_locks
 @pytest.mark.django_db(transaction=True)
 def test_a_command_on_the_child_waits_for_the_parents_lock():
-    assert dbutil.is_postgres()
+    assert dbutil.has_real_locks()
     parent, child = at_check()
     holding, release = threading.Event(), threading.Event()
 
@@ -263,3 +250,47 @@ def test_a_command_on_the_child_waits_for_the_parents_lock():
     assert row_of(child).current_step == "review"
     services.next(child)  # once the parent's lock is free
     assert row_of(child).current_step == "decide"
+
+
+# -- a child let go of is saved as it ended ---------------------------------------------------
+
+
+def test_rolling_back_the_parent_rolls_back_the_child_then_cancels_it():
+    parent, child = at_check()
+
+    services.rollback(parent)
+
+    assert (row_of(parent).status, row_of(parent).nested_id) == ("idle", None)
+    child = row_of(child)
+    assert child.status == "cancelled"
+    assert types(child)[-3:] == ["rollback", "rollback", "cancel"]
+    assert WorkflowEvent.objects.filter(instance=child).last().data == {
+        "reason": "Rolled back with its parent"}
+
+
+def test_a_child_replaced_by_another_steps_child_is_saved_cancelled():
+    """``back`` leaves the first child running; a path to another nested step replaces it."""
+    first = Workflow("first-check", steps=[Step("wait")])
+    second = Workflow("second-check", steps=[Step("wait")])
+    fork = Workflow("fork", initial={"path": "first"}, steps=[
+        Step("choose"), Step("first", nested=first), Step("second", nested=second)],
+        transitions=[Transition("choose", "first", when=lambda ctx: ctx.state["path"] == "first"),
+                     Transition("choose", "second")])
+    for definition in (first, second, fork):
+        registry.register(definition)
+    try:
+        instance = services.create("fork", start=True)
+        services.next(instance)  # into "first": its child starts
+        left = WorkflowInstance.objects.get(parent=instance.pk, workflow="first-check")
+        services.back(instance)  # the child is kept, still running
+        services.update_state(instance, {"path": "second"})
+
+        services.next(instance)  # into "second": a child of its own
+
+        assert row_of(left).status == "cancelled"
+        assert types(left)[-1] == "cancel"
+        assert row_of(instance).nested_id == str(
+            WorkflowInstance.objects.get(parent=instance.pk, workflow="second-check").pk)
+    finally:
+        for definition in (fork, first, second):
+            registry.unregister(definition.id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django_workflows import Branch, Operation, Step, Transition, Workflow
+from django_workflows import Branch, Operation, Step, Task, Transition, Workflow
 
 from . import background  # noqa: F401 - registers the workflows of the qcluster tests
 from .models import Note
@@ -120,4 +120,25 @@ restricted = Workflow(
     id="restricted", version=1, title="With its own permission rule",
     steps=[Step("one"), Step("two")], transitions=[Transition("one", "two")],
     permission=_refuse_named_actions,
+)
+
+
+DECISION_FORM = {
+    "type": "object", "required": ["decision"], "additionalProperties": False,
+    "properties": {"decision": {"enum": ["approved", "rejected"], "title": "Decision"},
+                   "comment": {"type": "string", "maxLength": 500, "title": "Comment"}},
+}
+
+approval = Workflow(
+    id="approval", version=1, title="A claim a manager decides",
+    initial={"amount": 10},
+    steps=[Step("claim"),
+           Step("decision", title="Manager's decision",
+                task=Task(DECISION_FORM, candidates=["group:managers"], exclude_owner=True,
+                          due=3600, escalate_to=["group:directors"])),
+           Step("paid"), Step("rejected")],
+    transitions=[Transition("claim", "decision"),
+                 Transition("decision", "paid",
+                            when=lambda ctx: ctx.state["decision"]["decision"] == "approved"),
+                 Transition("decision", "rejected")],
 )

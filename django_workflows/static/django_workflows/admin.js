@@ -22,11 +22,17 @@
   function updateOperation(row, op) {
     setBadge(row.querySelector(".dwf-op-status"), op.status);
     text(row.querySelector(".dwf-op-attempt"), op.attempt + (op.max_attempts ? " of " + op.max_attempts : ""));
+    // Shown by its feedback phase: a bar only while it runs, with a value once it has one.
+    var phase = (op.feedback || {}).phase || "none";
+    row.setAttribute("data-phase", phase);
     var bar = row.querySelector("progress.dwf-progress");
     if (bar) {
-      if (op.percent === null || op.percent === undefined) { bar.removeAttribute("value"); }
-      else { bar.value = op.percent; }
+      bar.hidden = phase !== "determinate" && phase !== "indeterminate";
+      if (phase === "determinate") { bar.value = op.feedback.percent; }
+      else { bar.removeAttribute("value"); }
     }
+    var activity = row.querySelector(".dwf-activity");
+    if (activity) { activity.hidden = phase !== "activity"; }
     var progress = op.progress;
     var words = "";
     if (progress) {

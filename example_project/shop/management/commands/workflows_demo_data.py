@@ -28,7 +28,8 @@ from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import StockItem
 
-# username, password, operator (staff and superuser)
+# username, password, operator (staff, in the back-office groups)
+BACK_OFFICE_GROUPS = ("operators", "managers")
 USERS = [("operator", "operator-demo", True), ("alice", "alice-demo", False),
          ("bob", "bob-demo", False)]
 STOCK = [("MUG", "Mug", 1290), ("TEE", "T-shirt", 1990), ("CAP", "Cap", 1490),
@@ -42,8 +43,8 @@ def order(number: str, customer: Any, *, country: str = "DE",
     return {
         "order_number": number,
         "customer": {"name": name, "email": f"{customer.get_username()}@example.com"},
-        "items": [{"sku": "MUG", "quantity": 2, "price_cents": 1290},
-                  {"sku": "POSTER", "quantity": 1, "price_cents": 990}],
+        "items": [{"sku": "MUG", "quantity": 2},
+                  {"sku": "POSTER", "quantity": 1}],
         "payment_method": payment_method, "currency": "EUR",
         "address": {"name": name, "street": "Main Street 1", "city": "Springfield",
                     "postcode": "12345", "country": country},
@@ -53,7 +54,7 @@ def order(number: str, customer: Any, *, country: str = "DE",
 def expense(employee: Any, amount: float, description: str, **changes: Any) -> dict[str, Any]:
     return {"employee": employee.get_username(), "amount": amount, "currency": "EUR",
             "category": "travel", "description": description,
-            "receipt": "receipts/demo.pdf", "decision": None, "comment": "", **changes}
+            "receipt": "receipts/demo.pdf", **changes}
 
 
 @contextmanager
@@ -108,20 +109,41 @@ class Command(BaseCommand):
         self.summary(users)
 
     def ensure_users(self) -> dict[str, Any]:
+        """The demo users; a password is set when its user is made, and kept after that
+        (a restart neither resets it nor logs anyone out)."""
         User = get_user_model()
         users = {}
+        back_office = self.back_office_groups()
         self.stdout.write("Demo users (log in at /accounts/login/; the operator also at "
                           "/admin/):")
         for username, password, operator in USERS:
-            user, _ = User.objects.get_or_create(
+            user, created = User.objects.get_or_create(
                 username=username, defaults={"email": f"{username}@example.com"})
-            user.is_staff = user.is_superuser = operator
-            user.set_password(password)
+            if created:
+                user.set_password(password)
+            user.is_staff, user.is_superuser = operator, False
             user.save()
+            if operator:
+                user.groups.add(*back_office)
             users[username] = user
-            role = "operator (admin)" if operator else "customer"
+            role = (f"operator (admin; groups {', '.join(g.name for g in back_office)})"
+                    if operator else "customer")
             self.stdout.write(f"  {username:<10} password: {password:<15} {role}")
         return users
+
+    def back_office_groups(self) -> list[Any]:
+        """``operators`` review identity documents, ``managers`` decide expense claims;
+        both may look after every workflow instance and the shop in the admin."""
+        from django.contrib.auth.models import Group, Permission
+
+        permissions = Permission.objects.filter(
+            content_type__app_label__in=["django_workflows", "shop"])
+        groups = []
+        for name in BACK_OFFICE_GROUPS:
+            group, _ = Group.objects.get_or_create(name=name)
+            group.permissions.add(*permissions)
+            groups.append(group)
+        return groups
 
     # -- instances -----------------------------------------------------------------------
 
@@ -169,9 +191,8 @@ class Command(BaseCommand):
                         reason: str = "") -> None:
         child = WorkflowInstance.objects.get(pk=WorkflowInstance.objects.get(
             pk=instance.pk).nested_id)
-        services.update_state(child, lambda state: {**state, "decision": decision,
-                                                    "reason": reason}, user=operator)
-        services.next(child, user=operator)
+        services.complete(child, input={"decision": decision, "reason": reason},
+                          user=operator)
 
     def orders(self, operator: Any, alice: Any, bob: Any) -> None:
         # Completed: paid, prepared, shipped, emailed.
@@ -204,9 +225,8 @@ class Command(BaseCommand):
             done = claim("expense-approval", state=expense(employee, amount, what),
                          user=employee, start=True)
             services.next(done, user=employee)
-            services.update_state(done, lambda state, d=decision, c=comment: {
-                **state, "decision": d, "comment": c}, user=operator)
-            services.next(done, user=operator)
+            services.complete(done, input={"decision": decision, "comment": comment},
+                              user=operator)
         # Cancelled: withdrawn before the manager decided.
         withdrawn = claim("expense-approval", state=expense(alice, 30, "Parking"),
                           user=alice, start=True)

@@ -1,4 +1,4 @@
-"""An in-process executor: instances in memory, effects carried out at once.
+"""An in-process executor of the pure engine: instances in memory, effects carried out at once.
 
 It runs a whole workflow (operations, retries, branches, nested children,
 timeouts with a fake clock, rollback) inside a unit test, with no database
@@ -13,45 +13,34 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .apply import apply, definitions_of, deliver, new_instance
-from .attempts import Work, execute, find_work
-from .commands import (
+from ..engine import (
+    COMMANDS,
     AttemptFinished,
     AttemptInterrupted,
     AttemptOutcome,
     AttemptStarted,
-    Back,
-    Cancel,
+    ClearDeadline,
     Command,
     DeadlineDue,
-    Next,
-    Retry,
-    Rollback,
-    Skip,
-    Start,
-    UpdateState,
-    Validate,
+    Effect,
+    Env,
+    Event,
+    Outcome,
+    Progress,
+    RunAttempt,
+    SetDeadline,
+    StopAttempt,
+    Work,
+    Workflow,
+    WorkflowSnapshot,
+    apply,
+    definitions_of,
+    deliver,
+    execute,
+    find_work,
+    new_instance,
 )
-from .definition import Workflow
-from .machine import Env
-from .outcome import ClearDeadline, Effect, Event, Outcome, RunAttempt, SetDeadline, StopAttempt
-from .snapshot import Progress, WorkflowSnapshot
-
-
-class FakeClock:
-    """A clock that moves only when told to (``sleep`` moves it too)."""
-
-    def __init__(self, start: float = 1_000_000.0) -> None:
-        self.time = start
-
-    def now(self) -> float:
-        return self.time
-
-    def advance(self, seconds: float) -> None:
-        self.time += seconds
-
-    def sleep(self, seconds: float) -> None:
-        self.advance(seconds)
+from .clock import FakeClock
 
 
 @dataclass
@@ -93,16 +82,19 @@ class LocalExecutor:
     """Instances of some workflows, kept in memory and driven by commands."""
 
     def __init__(self, *definitions: Workflow, clock: FakeClock | None = None, autorun: bool = True,
-                 user: Any = None, call: Callable[..., Any] | None = None,
+                 user: Any = None, actor: str | None = None,
+                 call: Callable[..., Any] | None = None,
                  observers: tuple[Callable[[Event], Any], ...] = ()) -> None:
         self.definitions = {d.id: d for d in definitions}
         self.clock = clock or FakeClock()
         self.autorun = autorun
         self.user = user
+        self.actor = actor  # who acts, as tasks record it
         self.call = call
         self.observers = observers
         self.roots: dict[str, WorkflowSnapshot] = {}  # root id -> tree
         self.root_of: dict[str, str] = {}  # any instance id -> its root id
+        self.detached: dict[str, WorkflowSnapshot] = {}  # children let go of, as they ended
         self.events: list[Event] = []
         self.pending: list[RunAttempt] = []  # attempts not yet claimed
         self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
@@ -114,8 +106,8 @@ class LocalExecutor:
 
     def env(self) -> Env:
         extra = {"call": self.call} if self.call else {}
-        return Env(now=self.clock.now(), user=self.user, resolve=self.definitions.__getitem__,
-                   **extra)
+        return Env(now=self.clock.now(), user=self.user, actor=self.actor,
+                   resolve=self.definitions.__getitem__, **extra)
 
     def create(self, workflow: str | Workflow, state: Mapping[str, Any] | None = None) -> str:
         definition = workflow if isinstance(workflow, Workflow) else self.definitions[workflow]
@@ -127,7 +119,7 @@ class LocalExecutor:
 
     def snapshot(self, instance_id: str) -> WorkflowSnapshot:
         root = self.roots[self.root_of[instance_id]]
-        found = root.find_child(instance_id)
+        found = root.find_child(instance_id) or self.detached.get(instance_id)
         if found is None:
             raise KeyError(f"Instance {instance_id} is no longer part of its workflow")
         return found
@@ -143,6 +135,8 @@ class LocalExecutor:
         definition = self.definitions[root.workflow]
         outcome = apply(definition, root, command, self.env(), target=instance_id)
         self.roots[root_id] = outcome.snapshot
+        for child in outcome.detached:  # let go of: still there to look at
+            self.detached.update({node.id: node for node in child.tree()})
         for node in outcome.snapshot.tree():
             self.root_of[node.id] = root_id
         self.events.extend(outcome.events)
@@ -156,32 +150,18 @@ class LocalExecutor:
             self.run_pending()
         return outcome
 
-    def start(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Start())
+    def __getattr__(self, name: str) -> Callable[..., Outcome]:
+        """``executor.next(id)``, ``executor.cancel(id, reason=...)``: one per declared command."""
+        declared = COMMANDS.get(name)
+        if declared is None:
+            raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
-    def next(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Next())
+        def give(instance_id: str, *args: Any, **values: Any) -> Outcome:
+            return self.command(instance_id, declared(*args, **values))
 
-    def back(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Back())
-
-    def skip(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Skip())
-
-    def validate(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Validate())
-
-    def retry(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Retry())
-
-    def cancel(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Cancel())
-
-    def rollback(self, instance_id: str) -> Outcome:
-        return self.command(instance_id, Rollback())
-
-    def update_state(self, instance_id: str, value: Any) -> Outcome:
-        return self.command(instance_id, UpdateState(value))
+        give.__name__ = name
+        give.__doc__ = declared.summary
+        return give
 
     # -- effects ------------------------------------------------------------
 

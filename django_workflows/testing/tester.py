@@ -18,29 +18,18 @@ that moves only when you call :meth:`WorkflowTester.advance`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from django.test import TestCase, override_settings
 
-from . import clock, services
-from .conf import IMMEDIATE_RUNNER, workflow_settings
-from .models import Deadline, WorkflowEvent, WorkflowInstance
-
-
-class FakeClock:
-    """Time that stands still until moved."""
-
-    def __init__(self, start: float | datetime | None = None) -> None:
-        if isinstance(start, datetime):
-            start = start.timestamp()
-        self.time = float(start if start is not None else datetime(2030, 1, 1, tzinfo=UTC)
-                          .timestamp())
-
-    def now(self) -> float:
-        return self.time
+from .. import clock, services
+from ..conf import IMMEDIATE_RUNNER, workflow_settings
+from ..engine import COMMANDS
+from ..models import Deadline, WorkflowEvent, WorkflowInstance
+from .clock import FakeClock
 
 
 class WorkflowTester:
@@ -82,33 +71,21 @@ class WorkflowTester:
                start: bool = False, **options: Any) -> WorkflowInstance:
         return self._call(services.create, workflow, state=state, start=start, **options)
 
-    def command(self, instance: Any, name: str, **options: Any) -> WorkflowInstance:
+    def command(self, instance: Any, name: str, *args: Any, **options: Any) -> WorkflowInstance:
         """Give a command by name; a refusal raises ``WorkflowNotMoved`` as usual."""
-        return self._call(services.command, instance, name, **options)
+        return self._call(services.command, instance, name, *args, **options)
 
-    def start(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "start", **options)
+    def __getattr__(self, name: str) -> Callable[..., WorkflowInstance]:
+        """``wf.next(order)``, ``wf.cancel(order, reason=...)``: one per declared command."""
+        if name not in COMMANDS:
+            raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
 
-    def next(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "next", **options)
+        def give(instance: Any, *args: Any, **options: Any) -> WorkflowInstance:
+            return self.command(instance, name, *args, **options)
 
-    def back(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "back", **options)
-
-    def skip(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "skip", **options)
-
-    def retry(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "retry", **options)
-
-    def cancel(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "cancel", **options)
-
-    def rollback(self, instance: Any, **options: Any) -> WorkflowInstance:
-        return self.command(instance, "rollback", **options)
-
-    def update_state(self, instance: Any, value: Any, **options: Any) -> WorkflowInstance:
-        return self._call(services.update_state, instance, value, **options)
+        give.__name__ = name
+        give.__doc__ = COMMANDS[name].summary
+        return give
 
     # -- time ---------------------------------------------------------------
 
@@ -137,11 +114,15 @@ class WorkflowTester:
             self.advance(max(first.timestamp() - self.clock.time, 0))
             ids = self._tree_ids(instance)
 
-    def run_to_completion(self, instance: Any, *, max_moves: int = 1000) -> WorkflowInstance:
+    def run_to_completion(self, instance: Any, *, tasks: Mapping[str, Any] | None = None,
+                          max_moves: int = 1000) -> WorkflowInstance:
         """Start it if need be, then ``next`` and wait out deadlines until it completes.
 
-        Raises AssertionError naming the status and errors when it gets stuck
-        (blocked, failed, cancelled) instead.
+        ``tasks`` gives the input of each step's task by step id
+        (``{"approval": {"decision": "approved"}}``): an open task is completed with
+        it, as trusted code (no user). Raises AssertionError naming the status and
+        errors when it gets stuck (blocked, failed, cancelled, or a task without an
+        input) instead.
         """
         current = self.reload(instance)
         if current.status == "idle":
@@ -155,7 +136,16 @@ class WorkflowTester:
                 raise AssertionError(f"Instance {current.pk} of {current.workflow!r} stopped "
                                      f"{current.status!r} at step {current.current_step!r}: "
                                      f"{current.errors}")
-            current = self.next(current)
+            task = current.snap.open_task
+            if task is None:
+                current = self.next(current)
+            elif tasks is not None and task.step in tasks:
+                current = self.complete(current, input=tasks[task.step], user=None)
+            else:
+                raise AssertionError(f"Instance {current.pk} of {current.workflow!r} waits "
+                                     f'for its task "{task.title}" at step {task.step!r}: '
+                                     f"give its input, run_to_completion(tasks="
+                                     f"{{{task.step!r}: {{...}}}})")
         raise AssertionError(f"Instance {current.pk} did not complete in {max_moves} moves")
 
     # -- reading ------------------------------------------------------------

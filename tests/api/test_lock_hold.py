@@ -1,0 +1,91 @@
+"""Nothing but the command's own writes happens under the row lock (DESIGN.md §6).
+
+From the ``SELECT ... FOR UPDATE`` to the ``COMMIT``: the lock, one ``UPDATE``
+of the instance, one ``INSERT`` of its events (and, with an idempotency key,
+the key's ``UPDATE``). The answer is rendered after the commit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from tests.factories import UserFactory, WorkflowInstanceFactory
+
+from .conftest import url
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
+
+
+class Statements:
+    """Every statement the connection runs, and where each commit fell among them."""
+
+    def __init__(self) -> None:
+        self.sql: list[str] = []
+
+    def __call__(self, execute, sql, params, many, context):
+        self.sql.append(sql)
+        return execute(sql, params, many, context)
+
+    def mark_commits(self, monkeypatch) -> None:
+        commit = connection.commit
+
+        def marked() -> None:
+            self.sql.append("COMMIT")
+            commit()
+
+        monkeypatch.setattr(connection, "commit", marked)
+
+    def under_lock(self) -> list[str]:
+        """The statements from the first row lock to the commit that followed it."""
+        start = next(i for i, sql in enumerate(self.sql) if "FOR UPDATE" in sql)
+        end = self.sql.index("COMMIT", start)
+        return self.sql[start:end]
+
+
+def verbs(statements: list[str]) -> list[str]:
+    """What each statement does, in a word; the bounded lock wait is part of the lock."""
+    found = []
+    for sql in statements:
+        for part in sql.split(";"):
+            word = part.strip().split(" ", 1)[0].upper()
+            if word and not ("set_config" in part and word == "SELECT"):
+                found.append("LOCK" if "FOR UPDATE" in part else word)
+    return found
+
+
+def command(monkeypatch, instance, name: str, **headers) -> tuple[dict, list[str]]:
+    """Post ``name`` as the instance's owner; the answer, and what ran under the lock."""
+    client = APIClient()
+    client.force_authenticate(instance.owner)
+    seen = Statements()
+    seen.mark_commits(monkeypatch)
+    with connection.execute_wrapper(seen):
+        response = client.post(url(instance, name), **headers)
+    assert response.status_code == 200, response.json()
+    return response.json(), verbs(seen.under_lock())
+
+
+@pytest.mark.parametrize("key", [None, "step-1"], ids=["plain", "idempotency key"])
+def test_a_command_holds_the_lock_only_for_its_own_writes(monkeypatch, key):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True,
+                                       owner=UserFactory(username="owner"))
+
+    body, under_lock = command(monkeypatch, instance, "next",
+                               **({"HTTP_IDEMPOTENCY_KEY": key} if key else {}))
+
+    assert body["current_step"] == "s1"
+    assert under_lock == ["LOCK", "UPDATE", "INSERT"] + (["UPDATE"] if key else [])
+
+
+def test_the_answer_is_read_after_the_commit(monkeypatch):
+    """The answer shows the nested child (a query of its own): not while the rows are locked."""
+    instance = WorkflowInstanceFactory(workflow="parent", started=True,
+                                       owner=UserFactory(username="owner"))
+
+    body, under_lock = command(monkeypatch, instance, "next", HTTP_IDEMPOTENCY_KEY="enter")
+
+    assert (body["current_step"], body["nested"]["workflow"]) == ("check", "child-check")
+    # The parent locked, its row and the new child's written, the events, the key.
+    assert under_lock == ["LOCK", "UPDATE", "INSERT", "INSERT", "UPDATE"]
