@@ -6,6 +6,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+import django
+
 BASE_DIR = Path(__file__).resolve().parent
 
 SECRET_KEY = "django-workflows-example-not-secret"
@@ -119,8 +121,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 STATIC_URL = "/static/"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "wizard"
-# The shop's emails (order shipped, expense rejected) are printed, not sent.
-EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+# The shop's emails (order shipped, expense rejected) are printed, not sent. Django 6.1
+# configures email through MAILERS and deprecates EMAIL_BACKEND; 5.2 and 6.0 know only that.
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 
 # The shop's fake payment provider (example_project/shop/payments.py): by default a
 # fifth of the charge requests fail (the workflow retries them) and the bank takes a

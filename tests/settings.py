@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import dj_database_url
+import django
 
 SECRET_KEY = "django-workflows-tests-not-secret"
 DEBUG = False
@@ -63,6 +64,11 @@ TEMPLATES = [
 
 STATIC_URL = "/static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Django 6.1 configures email through MAILERS; without it, sending mail warns that it must be.
+# (The test runner replaces every mailer with the in-memory one.)
+if django.VERSION >= (6, 1):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # Serialise concurrent writers on SQLite: WAL, BEGIN IMMEDIATE, a busy timeout.

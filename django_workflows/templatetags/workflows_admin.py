@@ -6,7 +6,7 @@ import datetime
 from typing import Any
 
 from django import template
-from django.contrib.admin.templatetags.base import InclusionAdminNode
+from django.db.models import Model
 from django.utils import formats, timezone
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
@@ -28,7 +28,19 @@ def _months(first: datetime.datetime, last: datetime.datetime) -> list[datetime.
     return found
 
 
-def fast_date_hierarchy(cl: Any) -> dict[str, Any] | None:
+def _verbose_name(model: type[Model], path: str) -> str:
+    """The verbose name of the field at the end of ``path`` ("owner__date_joined")."""
+    field: Any = None
+    for name in path.split("__"):
+        field = model._meta.get_field(name)
+        model = field.related_model or model
+    return str(field.verbose_name)
+
+
+# A plain inclusion tag with a template of our own: Django's date_hierarchy tag is built on
+# an undocumented node class, and what its template needs changes between releases.
+@register.inclusion_tag("admin/django_workflows/workflowinstance/date_hierarchy.html")
+def fast_date_hierarchy(cl: Any) -> dict[str, Any]:
     """Django's date hierarchy, drawn from the first and last date only.
 
     Django's own tag lists the years, months or days that have rows with a
@@ -37,8 +49,12 @@ def fast_date_hierarchy(cl: Any) -> dict[str, Any] | None:
     and offers every year, month or day between them.
     """
     if not cl.date_hierarchy:
-        return None
+        return {"show": False}
     field = cl.date_hierarchy
+    return {"field_name": _verbose_name(cl.model, field), **_choices(cl, field)}
+
+
+def _choices(cl: Any, field: str) -> dict[str, Any]:
     year_field, month_field, day_field = f"{field}__year", f"{field}__month", f"{field}__day"
     year, month, day = (cl.params.get(year_field), cl.params.get(month_field),
                         cl.params.get(day_field))
@@ -76,9 +92,3 @@ def fast_date_hierarchy(cl: Any) -> dict[str, Any] | None:
     return {"show": True, "back": None,
             "choices": [{"link": link({year_field: str(y)}), "title": str(y)}
                         for y in range(first.year, last.year + 1)]}
-
-
-@register.tag(name="fast_date_hierarchy")
-def fast_date_hierarchy_tag(parser: Any, token: Any) -> InclusionAdminNode:
-    return InclusionAdminNode(parser, token, func=fast_date_hierarchy,
-                              template_name="date_hierarchy.html", takes_context=False)

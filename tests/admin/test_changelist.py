@@ -40,6 +40,10 @@ def count_limit(limit: int):
                                                "ADMIN_EXACT_COUNT_LIMIT": limit})
 
 
+# The date hierarchy's links (its nav element).
+NAV = r'<nav class="toplinks"[^>]*>(.*?)</nav>'
+
+
 def age(instance, **delta) -> None:
     WorkflowInstance.objects.filter(pk=instance.pk).update(
         updated_at=timezone.now() - timedelta(**delta))
@@ -204,9 +208,18 @@ def test_date_hierarchy_offers_each_year_between_the_first_and_last_update(root_
 
     content = root_client.get(changelist_url()).content.decode()
 
-    nav = re.search(r'<nav class="toplinks">(.*?)</nav>', content, re.S).group(1)
+    nav = re.search(NAV, content, re.S).group(1)
     years = [int(year) for year in re.findall(r"updated_at__year=(\d+)", nav)]
     assert years == list(range(old_year, this_year + 1))
+
+
+def test_date_hierarchy_is_labelled_with_the_field_it_filters_by(root_client):
+    WorkflowInstanceFactory()
+
+    content = root_client.get(changelist_url()).content.decode()
+
+    label = re.search(r'<nav class="toplinks" aria-labelledby="([^"]+)">', content).group(1)
+    assert re.search(rf'<span id="{label}">Filter by updated</span>', content)
 
 
 def test_date_hierarchy_drills_into_a_year_and_filters_by_it(root_client):
@@ -218,7 +231,7 @@ def test_date_hierarchy_drills_into_a_year_and_filters_by_it(root_client):
     response = root_client.get(changelist_url(), {"updated_at__year": str(year)})
 
     assert listed(response) == [str(old.pk)]
-    nav = re.search(r'<nav class="toplinks">(.*?)</nav>', response.content.decode(), re.S)
+    nav = re.search(NAV, response.content.decode(), re.S)
     assert f"updated_at__year={year}" in nav.group(1)
     assert "updated_at__month=" in nav.group(1)
 
@@ -229,7 +242,7 @@ def test_date_hierarchy_of_one_day_lists_that_day(root_client):
     content = root_client.get(changelist_url()).content.decode()
 
     today = timezone.localtime()
-    nav = re.search(r'<nav class="toplinks">(.*?)</nav>', content, re.S).group(1)
+    nav = re.search(NAV, content, re.S).group(1)
     assert f"updated_at__day={today.day}" in nav
 
 

@@ -139,9 +139,9 @@ def users(db):
 
 
 @pytest.mark.parametrize("workflow", ["onboarding", "order-fulfilment", "expense-approval"])
+# (Mail goes to Django's in-memory outbox: the test runner makes every mailer that.)
 @override_settings(SHOP_PAYMENTS={"FAILURE_RATE": 0.0, "LOST_RESPONSE_RATE": 0.0,
-                                  "LATENCY": 0.0, "SLOW_LATENCY": 0.0},
-                   EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend")
+                                  "LATENCY": 0.0, "SLOW_LATENCY": 0.0})
 @settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(moves=st.lists(move, min_size=1, max_size=40))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance, WorkflowTask
@@ -17,6 +16,8 @@ pytestmark = [pytest.mark.django_db, pytest.mark.needs_api,
 
 @pytest.fixture
 def client_of():
+    from rest_framework.test import APIClient  # here: without the [api] extra the module loads
+
     def client_for(user):
         client = APIClient()
         client.force_authenticate(user)

@@ -12,17 +12,19 @@ from __future__ import annotations
 import base64
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
-from rest_framework.test import APIClient
 
 from django_workflows import services
 from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
 from django_workflows.models import Attempt, WorkflowEvent, WorkflowInstance
 from tests.factories import UserFactory
+
+if TYPE_CHECKING:
+    from rest_framework.test import APIClient
 
 pytestmark = [pytest.mark.django_db, pytest.mark.needs_api]
 
@@ -37,9 +39,16 @@ def user(username: str, *codenames: str, **fields: Any) -> Any:
     return type(made).objects.get(pk=made.pk)  # no stale permission cache
 
 
+def api_client(*, csrf: bool = False) -> APIClient:
+    """DRF's test client, imported here: without the [api] extra the module still loads."""
+    from rest_framework import test
+
+    return test.APIClient(enforce_csrf_checks=csrf)
+
+
 def api_as(who: Any, *, csrf: bool = False) -> APIClient:
     """A client logged in with a real session (CSRF enforced when ``csrf``)."""
-    client = APIClient(enforce_csrf_checks=csrf)
+    client = api_client(csrf=csrf)
     assert client.login(username=who.username, password=PASSWORD)
     return client
 
@@ -136,7 +145,7 @@ def test_acting_on_others_instances_needs_the_change_permission(instance: Workfl
 
 
 def test_anonymous_requests_are_refused(instance: WorkflowInstance) -> None:
-    client = APIClient()
+    client = api_client()
     before = fingerprint(instance)
     assert client.get(f"/api/instances/{instance.pk}/").status_code in (401, 403)
     assert client.post(f"/api/instances/{instance.pk}/next/").status_code in (401, 403)
@@ -239,7 +248,7 @@ def test_session_api_writes_need_the_csrf_token(instance: WorkflowInstance,
 
 def test_http_basic_needs_no_csrf_token(instance: WorkflowInstance, owner: Any) -> None:
     """No cookie, so no request a third-party page could forge: no token needed."""
-    client = APIClient(enforce_csrf_checks=True)
+    client = api_client(csrf=True)
     moved = client.post(f"/api/instances/{instance.pk}/next/", **basic(owner))
     assert moved.status_code == 200, moved.content
     wrong = client.post(f"/api/instances/{instance.pk}/next/",
@@ -257,7 +266,7 @@ def big_state() -> dict[str, Any]:
 
 def test_a_state_over_the_limit_is_413_and_not_stored(instance: WorkflowInstance,
                                                       owner: Any) -> None:
-    client = APIClient()
+    client = api_client()
     client.force_authenticate(owner)
     before = fingerprint(instance)
     count = WorkflowInstance.objects.count()

@@ -164,6 +164,7 @@ def test_e006_a_nested_workflow_id_that_is_not_registered():
                            "which is not registered")
 
 
+@pytest.mark.django_db  # Django 6.1's run_checks() reads every database's features
 def test_definition_problems_are_reported_by_django_check():
     registry.autodiscover("broken.unknown_step")
 

@@ -63,8 +63,12 @@ def work_runs_here() -> Iterator[None]:
 
     The emails this work sends are kept in memory, not printed.
     """
+    locmem = "django.core.mail.backends.locmem.EmailBackend"
+    # Django 6.1's MAILERS when the site has it; EMAIL_BACKEND is deprecated there.
+    in_memory = ({"MAILERS": {alias: {"BACKEND": locmem} for alias in settings.MAILERS}}
+                 if hasattr(settings, "MAILERS") else {"EMAIL_BACKEND": locmem})
     with override_settings(
-            EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend",
+            **in_memory,
             DJANGO_WORKFLOWS={**workflow_settings.user_settings, "RUNNER": IMMEDIATE_RUNNER},
             SHOP_PAYMENTS={**getattr(settings, "SHOP_PAYMENTS", {}), "FAILURE_RATE": 0,
                            "LOST_RESPONSE_RATE": 0, "LATENCY": 0}):
