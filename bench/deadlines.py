@@ -8,9 +8,10 @@ It makes a database of its own (as ``bench/operations.py`` does). For the ORM
 broker and then for Redis:
 
 (a) lateness: ``--deadlines`` instances of ``bench-deadline`` (a task due in an
-    hour) are created, their deadlines moved to fall due evenly over the next
-    ``--spread`` seconds, and a ``qcluster`` (``--workers``) is started, with no
-    ``workflows_sweep`` beside it: its workers' sweeper threads fire them. The
+    hour) are created and a ``qcluster`` (``--workers``) is started, with no
+    ``workflows_sweep`` beside it. Once one of its workers' sweeper threads holds
+    the lease, the deadlines are moved to fall due evenly over ``--spread``
+    seconds from two seconds on, and the sweeper fires them. The
     lateness of each is the time of its ``task-overdue`` event minus its due
     time; p50, p99 and the worst.
 (b) idle cost: the same cluster with nothing due, for ``--idle`` seconds, with
@@ -35,21 +36,37 @@ from django.utils import timezone
 
 from bench.operations import clear, cluster, database, percentile, use_broker
 from django_workflows import services
-from django_workflows.models import Deadline, WorkflowEvent
+from django_workflows.models import Deadline, SweepLease, WorkflowEvent
+from django_workflows.services.sweep import LEASE
+
+
+def sweeping_since(started) -> bool:
+    """A sweeper of the cluster started at ``started`` holds the lease."""
+    lease = SweepLease.objects.filter(name=LEASE).first()
+    return bool(lease and lease.swept_at and lease.swept_at > started
+                and lease.held_until and lease.held_until > timezone.now())
 
 
 def lateness(broker: str, count: int, spread: float, workers: int) -> list[float]:
     clear(broker)
     for _ in range(count):
         services.create("bench-deadline", start=True)
-    # Due evenly over the spread, starting once the cluster has had time to start.
-    start = timezone.now() + timedelta(seconds=5)
     ids = list(Deadline.objects.order_by("pk").values_list("pk", flat=True))
-    for index, pk in enumerate(ids):
-        Deadline.objects.filter(pk=pk).update(
-            due_at=start + timedelta(seconds=spread * index / max(count - 1, 1)))
-    due = dict(Deadline.objects.values_list("instance_id", "due_at"))
+    started = timezone.now()
     with cluster(broker, workers) as running:
+        # Once the cluster sweeps (its start-up is not what is measured), the deadlines
+        # are moved to fall due evenly over the spread, from two seconds on.
+        limit = time.monotonic() + 60
+        while not sweeping_since(started):
+            running.check()
+            if time.monotonic() > limit:
+                raise SystemExit("no sweeper took the lease within a minute")
+            time.sleep(0.1)
+        first = timezone.now() + timedelta(seconds=2)
+        for index, pk in enumerate(ids):
+            Deadline.objects.filter(pk=pk).update(
+                due_at=first + timedelta(seconds=spread * index / max(count - 1, 1)))
+        due = dict(Deadline.objects.values_list("instance_id", "due_at"))
         end = time.monotonic() + spread + 60
         while Deadline.objects.exists() and time.monotonic() < end:
             running.check()
