@@ -237,11 +237,15 @@ class Attempt(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # A running attempt's own timeout: set by its claim, which writes only this row
+    # (the instance records the claim with its next change); the sweep fires it.
+    timeout_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["status", "heartbeat_at"], name="dwf_attempt_heartbeat"),
             models.Index(fields=["status", "enqueued_at"], name="dwf_attempt_enqueued"),
+            models.Index(fields=["status", "timeout_at"], name="dwf_attempt_timeout"),
         ]
 
     def __str__(self) -> str:

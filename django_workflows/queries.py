@@ -26,8 +26,12 @@ class LiveOperation:
 
 
 def _running_tokens(instance: WorkflowInstance) -> list[str]:
-    return [op.token for op in instance.snap.operations
-            if op.token and op.status in ("running", "retrying")]
+    # The unclaimed ones too: a worker's claim is on the attempt's row until the instance
+    # next changes (services/claims.py).
+    return [*(op.token for op in instance.snap.operations
+              if op.token and op.status in ("running", "retrying")),
+            *(token for node, token in engine.unclaimed_tokens(instance.snap)
+              if node == instance.snap.id)]
 
 
 def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, dict[str, Any]]:
@@ -37,7 +41,7 @@ def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, dict[str, 
         return {}
     return {row["token"]: row for row in Attempt.objects.filter(
         token__in=tokens, status=AttemptStatus.RUNNING).values(
-        "token", "progress", "logs", "live_status", "heartbeat_at")}
+        "token", "progress", "logs", "live_status", "heartbeat_at", "claimed_at")}
 
 
 def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = None
@@ -63,9 +67,13 @@ def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = 
         found = definition.find_operation(op.id) if definition is not None else None
         keep = found.max_logs if found is not None else MAX_LOGS
         progress = engine.Progress(**row["progress"]) if row["progress"] else op.progress
+        status = op.status
+        if status == "queued":  # claimed: running, as the instance records with its next change
+            status = "running" if op.attempt == 1 else "retrying"
+            op = replace(op, started_at=op.started_at or row["claimed_at"].timestamp())
         shown.append(LiveOperation(replace(
             op, progress=progress, logs=(*op.logs, *row["logs"])[-keep:] if keep else (),
-            status="waiting" if row["live_status"] == "waiting" else op.status),
+            status="waiting" if row["live_status"] == "waiting" else status),
             heartbeat_at=row["heartbeat_at"]))
     return shown
 

@@ -121,19 +121,21 @@ def run_attempt(token: str, *, heartbeat_thread: bool = True,
                 instance_id: Any = None) -> bool:
     """Run the attempt ``token`` names; False when it was stale or already taken.
 
-    ``instance_id``, the attempt's instance when the caller knows it, saves a query.
+    ``instance_id`` (the runner passes it) is no longer needed: the claim reads
+    the attempt's row anyway.
     """
-    work = claim_attempt(token, worker=WORKER_NAME, instance_id=instance_id)
-    if work is None:
+    claimed = claim_attempt(token, worker=WORKER_NAME)
+    if claimed is None:
         return False
     sink = DatabaseSink(token, threaded=heartbeat_thread)
     sink.start()
     try:
-        outcome = engine.execute(work, sink, flush_interval=sink.interval)
+        outcome = engine.execute(claimed.work, sink, flush_interval=sink.interval)
         # The heartbeat goes on until the result is recorded, so a finish that waits for
         # the instance's lock is not taken for a dead worker; the finish writes the last
         # progress and log lines itself.
-        finish_attempt(token, outcome, instance_id=work.snapshot.id)
+        finish_attempt(token, outcome, instance_id=claimed.work.snapshot.id,
+                       claimed_at=claimed.at)
     finally:
         sink.close(flush=False)
     return True

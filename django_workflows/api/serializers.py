@@ -289,7 +289,8 @@ class InstanceSerializer(serializers.ModelSerializer):
     def get_actions(self, instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
         request = self.context.get("request")
         user = getattr(request, "user", None)
-        verdicts = services.applies(instance, user=user, commands=engine.ACTIONS.values())
+        verdicts = services.applies(instance, user=user, commands=engine.ACTIONS.values(),
+                                    running=self.context.get("attempts"))
         return {name: asdict(verdict) for name, verdict in verdicts.items()}
 
     @extend_schema_field(NestedInstanceSerializer(allow_null=True))

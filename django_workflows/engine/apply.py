@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .change import Change, Env
-from .commands import COMMANDS, Command, PersonCommand
+from .commands import COMMANDS, AttemptStarted, Command, PersonCommand
 from .context import resolve as resolve_awaitable
 from .definition import Workflow
 from .errors import Allowed, HookFailed, InvalidState, MigrationRequired, Refused, WorkflowError
@@ -62,14 +62,49 @@ def _changes_to(definition: Workflow, snapshot: WorkflowSnapshot, env: Env,
     return changes
 
 
+ClaimedAttempt = tuple[str, str, float]  # (instance id, token, when a worker claimed it)
+
+
 def apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, env: Env, *,
-          target: str | None = None) -> Outcome:
+          target: str | None = None, claimed: Iterable[ClaimedAttempt] = ()) -> Outcome:
     """Apply ``command`` to the instance ``target`` of the tree rooted at ``snapshot``.
 
     ``target`` is the root by default, or one of its nested children; the
     ancestors of a changed child then follow it (an auto step moves on once
     its child completed, a failed child fails its parent step).
+
+    ``claimed``: attempts workers claimed since the snapshot was saved; each is
+    recorded first (``AttemptStarted``), so that the command sees them running.
     """
+    snapshot, earlier = _record_claims(definition, snapshot, env, claimed)
+    outcome = _apply(definition, snapshot, command, env, target)
+    if not earlier:
+        return outcome
+    return replace(outcome,
+                   events=(*(e for o in earlier for e in o.events), *outcome.events),
+                   effects=(*(e for o in earlier for e in o.effects), *outcome.effects),
+                   detached=(*(d for o in earlier for d in o.detached), *outcome.detached))
+
+
+def with_claims(definition: Workflow, snapshot: WorkflowSnapshot, env: Env,
+                claimed: Iterable[ClaimedAttempt]) -> WorkflowSnapshot:
+    """The snapshot with the ``claimed`` attempts recorded (for a dry run: what applies)."""
+    return _record_claims(definition, snapshot, env, claimed)[0]
+
+
+def _record_claims(definition: Workflow, snapshot: WorkflowSnapshot, env: Env,
+                   claimed: Iterable[ClaimedAttempt]) -> tuple[WorkflowSnapshot, list[Outcome]]:
+    recorded = []
+    for instance_id, token, at in claimed:
+        started = _apply(definition, snapshot, AttemptStarted(token, at), env, instance_id)
+        if started.moved:  # a stale one is no claim to record
+            recorded.append(started)
+            snapshot = started.snapshot
+    return snapshot, recorded
+
+
+def _apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, env: Env,
+           target: str | None) -> Outcome:
     changes = _changes_to(definition, snapshot, env, target)
     change = changes[-1]
     refusal: Refused | None = None

@@ -64,6 +64,24 @@ class Work:
     item: RollbackItem | None = None
 
 
+def unclaimed_tokens(root: WorkflowSnapshot) -> list[tuple[str, str]]:
+    """``(instance id, token)`` of the work the tree handed out and no claim is recorded for.
+
+    A worker's claim may be recorded only on its attempt's row; the service
+    looks there for these and reports them with ``claimed=`` to :func:`apply`.
+    """
+    found = []
+    for node in root.tree():
+        found += [(node.id, op.token) for op in node.operations
+                  if op.status == "queued" and op.token]
+        found += [(node.id, b.token) for b in node.parallel
+                  if b.status == "running" and b.token and not b.claimed]
+        if node.rollback is not None:
+            found += [(node.id, i.token) for i in node.rollback.items
+                      if i.status == "running" and i.token and not i.claimed]
+    return found
+
+
 def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: str
               ) -> Work | None:
     """The work ``token`` names in the tree rooted at ``root``; None when it is stale."""

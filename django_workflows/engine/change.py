@@ -84,10 +84,11 @@ class Change:
     def set(self, **changes: Any) -> None:
         self.snap = replace(self.snap, **changes)
 
-    def emit(self, type_: str, step: str | None = None, error: str | None = None,
-             **data: Any) -> None:
+    def emit(self, type_: str, step: str | None = None, error: str | None = None, *,
+             at: float | None = None, **data: Any) -> None:
         self.collected.events.append(Event(type=type_, instance_id=self.snap.id, step=step,
-                                           error=error, data=data, at=self.env.now))
+                                           error=error, data=data,
+                                           at=self.env.now if at is None else at))
 
     def effect(self, effect: Effect) -> None:
         self.collected.effects.append(effect)

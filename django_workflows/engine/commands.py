@@ -176,9 +176,14 @@ class AttemptOutcome:
 
 @dataclass(frozen=True)
 class AttemptStarted(Command, name="attempt_started", rule=results.attempt_started):
-    """A worker claims an attempt; refused when its token is no longer current."""
+    """A worker claimed an attempt; refused when its token is no longer current.
+
+    ``at``: when it was claimed, if that was before now (the service records a
+    claim on the attempt's own row, and on the instance with its next change).
+    """
 
     token: str
+    at: float | None = None
 
 
 @dataclass(frozen=True)

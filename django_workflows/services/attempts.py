@@ -1,99 +1,123 @@
 """The worker's side of the service: claim an attempt, beat, report how it ended,
-and fire what fell due (deadlines, expired heartbeats). Each is one short
-unit of work under the instance's row lock; user code never runs inside one.
+and fire what fell due (deadlines, expired heartbeats, attempt timeouts).
+
+A claim is one fenced ``UPDATE`` of the attempt's own row (``services/claims.py``
+says how the instance learns of it); the rest are short units of work under
+the instance's row lock. User code never runs inside either.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db import connection
 from django.utils import timezone
 
-from .. import engine
+from .. import clock, engine
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, Deadline
-from .persistence import definition_of
+from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from .persistence import definition_of, to_datetime
 from .unit import Applied, unit_of_work
 
 logger = logging.getLogger("django_workflows")
 
 
-def _update_attempt(token: str, values: dict[str, Any], *,
-                    finished_unless_stopped: bool = False) -> None:
+def _update_attempt(token: str, values: dict[str, Any], *, only_if: str | None = None,
+                    finished_unless_stopped: bool = False) -> int:
     """``UPDATE`` one attempt's row as ``filter(token=...).update(...)`` would, without
-    building the query each time (the ORM's query building was a fifth of a worker's CPU).
+    building the query each time (the ORM's query building was a fifth of a worker's CPU);
+    the number of rows it changed.
 
-    With ``finished_unless_stopped``, its status becomes finished, or dropped if it
+    ``only_if``: only while its status is this one (the fence of a claim). With
+    ``finished_unless_stopped``, its status becomes finished, or dropped if it
     was told to stop.
     """
     meta, qn = Attempt._meta, connection.ops.quote_name
     fields = [meta.get_field(name) for name in values]
     params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
     assignments = ", ".join(f"{qn(field.column)} = %s" for field in fields)
-    status = (f", {qn(meta.get_field('status').column)} = CASE WHEN "
+    status_column = qn(meta.get_field("status").column)
+    status = (f", {status_column} = CASE WHEN "
               f"{qn(meta.get_field('stop_reason').column)} = %s THEN %s ELSE %s END"
               if finished_unless_stopped else "")
     if finished_unless_stopped:
         params += ["", AttemptStatus.FINISHED.value, AttemptStatus.DROPPED.value]
-    sql = f"UPDATE {qn(meta.db_table)} SET {assignments}{status} WHERE {qn(meta.pk.column)} = %s"
+    fence = f" AND {status_column} = %s" if only_if is not None else ""
+    sql = (f"UPDATE {qn(meta.db_table)} SET {assignments}{status} "
+           f"WHERE {qn(meta.pk.column)} = %s{fence}")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, token])
-
-
-def _instance_of(token: str, instance_id: Any) -> str | None:
-    """The id of the instance an attempt belongs to (given, or read from its row)."""
-    if instance_id is None:
-        instance_id = Attempt.objects.filter(token=token).values_list(
-            "instance_id", flat=True).first()
-    return None if instance_id is None else str(instance_id)
+        cursor.execute(sql, [*params, token, *([only_if] if only_if is not None else [])])
+        return cursor.rowcount
 
 
 def _report(token: str, instance_id: Any, command: engine.Command, *,
-            skip_locked: bool = False, then: Any = None) -> Applied | None:
-    found = _instance_of(token, instance_id)
-    if found is None:
-        return None
-    return unit_of_work(found, command, lock_timeout=workflow_settings.LOCK_TIMEOUT,
-                        missing_ok=True, skip_locked=skip_locked, then=then)
+            skip_locked: bool = False, then: Any = None,
+            known_claims: dict[str, float] | None = None) -> Applied | None:
+    if instance_id is None:
+        instance_id = Attempt.objects.filter(token=token).values_list(
+            "instance_id", flat=True).first()
+        if instance_id is None:
+            return None
+    return unit_of_work(str(instance_id), command, lock_timeout=workflow_settings.LOCK_TIMEOUT,
+                        missing_ok=True, skip_locked=skip_locked, then=then,
+                        known_claims=known_claims)
 
 
-def claim_attempt(token: str, worker: str = "", *, instance_id: Any = None
-                  ) -> engine.Work | None:
+@dataclass(frozen=True)
+class Claimed:
+    """A claimed attempt: the work to run, and when it was claimed."""
+
+    work: engine.Work
+    at: float
+
+
+def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     """Claim a queued attempt; the work to run, or None when it is stale or taken.
 
-    Given its ``instance_id`` (as the runner does), it goes straight to the
-    instance's lock, where the engine refuses a stale or taken token anyway.
+    One fenced ``UPDATE`` of the attempt's row (queued -> running, with its
+    heartbeat and its own timeout), committed at once; the instance is only
+    read, after it, for the work to run.
     """
-    def record(applied: Applied) -> None:
-        if applied.outcome.moved:
-            now = timezone.now()
-            _update_attempt(token, {"status": AttemptStatus.RUNNING, "claimed_at": now,
-                                    "heartbeat_at": now, "worker": worker,
-                                    "live_status": "running"})
-        else:  # only if still queued: another worker may have claimed it meanwhile
-            Attempt.objects.filter(token=token, status=AttemptStatus.QUEUED).update(
-                status=AttemptStatus.DROPPED, finished_at=timezone.now())
+    found = Attempt.objects.filter(token=token).values_list("instance_id", "timeout").first()
+    if found is None:
+        return None  # its instance was deleted
+    instance_id, timeout = found
+    at = clock.now()
+    claimed = _update_attempt(token, {
+        "status": AttemptStatus.RUNNING, "claimed_at": to_datetime(at),
+        "heartbeat_at": timezone.now(), "worker": worker, "live_status": "running",
+        "timeout_at": to_datetime(at + timeout) if timeout else None,
+    }, only_if=AttemptStatus.QUEUED)
+    if not claimed:
+        logger.info("Attempt %s was stopped or taken by another worker; not running it", token)
+        return None
+    work = _work_of(token, instance_id)
+    if work is None:  # the instance moved on before the claim
+        logger.info("Attempt %s is stale; not running it", token)
+        Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
+            status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
+        return None
+    return Claimed(work, at)
 
-    applied = _report(token, instance_id, engine.AttemptStarted(token), then=record)
-    if applied is None:
+
+def _work_of(token: str, instance_id: Any) -> engine.Work | None:
+    """The work ``token`` names in its instance as saved (read without a lock)."""
+    row = WorkflowInstance.objects.filter(pk=instance_id).first()
+    if row is None:
         return None
-    if not applied.outcome.moved:
-        logger.info("Attempt %s is stale (%s); not running it", token, applied.outcome.message)
-        return None
-    # Pure Python on the saved snapshot: after commit, not under the lock.
-    snapshot = applied.outcome.snapshot
-    definitions = engine.definitions_of(applied.definition, snapshot, definition_of)
-    return engine.find_work(definitions, snapshot, token)
+    definition = definition_of(row.workflow)
+    snapshot = engine.load(definition, row.engine_data(), nested=row.parent_id is not None)
+    return engine.find_work({snapshot.id: definition}, snapshot, token)
 
 
 def finish_attempt(token: str, result: engine.AttemptOutcome, *,
-                   instance_id: Any = None) -> bool:
+                   instance_id: Any = None, claimed_at: float | None = None) -> bool:
     """Record how an attempt ended; False when its token was stale (result dropped).
 
-    The attempt's row gets the last progress and log lines.
+    The attempt's row gets the last progress and log lines. ``claimed_at``, from
+    its worker, records the claim with it without asking the attempt's row.
     """
     def record(applied: Applied) -> None:
         values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
@@ -106,7 +130,8 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
         # Told to stop (cancel, timeout): whatever it returned was discarded.
         _update_attempt(token, values, finished_unless_stopped=applied.outcome.moved)
 
-    applied = _report(token, instance_id, engine.AttemptFinished(token, result), then=record)
+    applied = _report(token, instance_id, engine.AttemptFinished(token, result), then=record,
+                      known_claims=None if claimed_at is None else {token: claimed_at})
     if applied is None:
         return False
     if not applied.outcome.moved:
@@ -149,6 +174,21 @@ def fire_deadline(deadline: Deadline | int) -> bool:
 
     applied = unit_of_work(str(deadline.instance_id),
                            engine.DeadlineDue(deadline.kind, deadline.token),  # type: ignore[arg-type]
+                           lock_timeout=workflow_settings.LOCK_TIMEOUT, missing_ok=True,
+                           skip_locked=True, still_due=still_due, then=record)
+    return applied is not None and applied.outcome.moved
+
+
+def fire_attempt_timeout(token: str, instance_id: Any) -> bool:
+    """A running attempt outlived its own timeout (on its row: ``timeout_at``)."""
+    def still_due() -> bool:
+        return Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING,
+                                      timeout_at__isnull=False).exists()
+
+    def record(applied: Applied) -> None:
+        Attempt.objects.filter(token=token).update(timeout_at=None)  # fired: not again
+
+    applied = unit_of_work(str(instance_id), engine.DeadlineDue("attempt-timeout", token),
                            lock_timeout=workflow_settings.LOCK_TIMEOUT, missing_ok=True,
                            skip_locked=True, still_due=still_due, then=record)
     return applied is not None and applied.outcome.moved

@@ -21,6 +21,7 @@ from ..exceptions import (
 )
 from ..models import WorkflowInstance
 from . import access, idempotency
+from .claims import claims_of
 from .locking import busy_as_error, lock_tree
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
 from .unit import actor, after_commit, env_for, unit_of_work
@@ -150,13 +151,15 @@ def delete(instance: InstanceRef, *, user: Any = None) -> None:
 
 
 def applies(instance: WorkflowInstance, *, user: Any = None,
-            commands: Iterable[type[engine.PersonCommand]] | None = None
+            commands: Iterable[type[engine.PersonCommand]] | None = None,
+            running: Mapping[str, Mapping[str, Any]] | None = None
             ) -> dict[str, engine.Verdict]:
     """What each command would answer now for ``user``, changing nothing.
 
     Access first, as the command would judge it, then the engine's own rules
     (a dry run of each rule), on the rows as read here: a command that
-    follows is judged again under its lock.
+    follows is judged again under its lock. ``running``: the instance's running
+    attempts, as a page of instances read them at once (``queries.live_attempts``).
     """
     declared = list(commands if commands is not None else engine.COMMANDS.values())
     verdicts: dict[str, engine.Verdict] = {}
@@ -178,7 +181,10 @@ def applies(instance: WorkflowInstance, *, user: Any = None,
             else "unknown_workflow"
         verdicts.update({c.name: engine.Verdict(False, code, str(error)) for c in allowed})
     else:
-        verdicts.update(engine.applies(definition, tree, env_for(user), commands=allowed))
+        env = env_for(user)
+        tree = engine.with_claims(definition, tree, env,
+                                  claims_of(tree, lock=False, running=running))
+        verdicts.update(engine.applies(definition, tree, env, commands=allowed))
     return {command.name: verdicts[command.name] for command in declared}
 
 

@@ -168,6 +168,9 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
                 target=effect.target, number=effect.attempt, timeout=effect.timeout)
         elif isinstance(effect, engine.StopAttempt):
             stops[effect.token] = effect.reason
+        elif isinstance(effect, engine.SetDeadline) and effect.kind == "attempt-timeout":
+            # The attempt's own row holds it: its claim set it already, to the same time.
+            cleared.discard(effect.token)
         elif isinstance(effect, engine.SetDeadline):
             deadlines[(effect.token, effect.kind)] = Deadline(
                 instance_id=effect.instance_id, kind=effect.kind, token=effect.token,
@@ -180,6 +183,8 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
             attempts[token].status, attempts[token].stop_reason = AttemptStatus.DROPPED, reason
     if cleared:
         Deadline.objects.filter(token__in=cleared).delete()
+        Attempt.objects.filter(token__in=cleared, timeout_at__isnull=False).update(
+            timeout_at=None)
     if deadlines:
         Deadline.objects.bulk_create(deadlines.values())
     if attempts:

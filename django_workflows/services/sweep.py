@@ -18,7 +18,7 @@ from django.db.models import Q
 from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline, SweepLease
-from .attempts import fire_deadline, interrupt_attempt
+from .attempts import fire_attempt_timeout, fire_deadline, interrupt_attempt
 
 LEASE = "sweep"
 
@@ -48,14 +48,21 @@ def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
 
 
 def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
-    """Fire what is due, oldest first; each in its own unit of work."""
+    """Fire what is due, oldest first, each in its own unit of work: the deadline rows,
+    then the running attempts' own timeouts."""
     due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
-    return sum(fire_deadline(deadline) for deadline in list(due[:limit]))
+    fired = sum(fire_deadline(deadline) for deadline in list(due[:limit]))
+    timed_out = Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__lte=now)
+    return fired + sum(fire_attempt_timeout(token, instance_id) for token, instance_id
+                       in list(timed_out.values_list("token", "instance_id")[:limit]))
 
 
 def next_deadline_at() -> datetime | None:
-    """When the next deadline falls due (one read of the ``due_at`` index)."""
-    return Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first()
+    """When the next deadline or attempt timeout falls due (a read of each one's index)."""
+    times = [Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first(),
+             Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__isnull=False)
+             .order_by("timeout_at").values_list("timeout_at", flat=True).first()]
+    return min((t for t in times if t is not None), default=None)
 
 
 def interrupt_silent_attempts(now: datetime, limit: int = 500) -> int:
@@ -133,4 +140,6 @@ def sweep_health(now: datetime | None = None, cap: int = 100) -> SweepHealth:
     deadlines = len(Deadline.objects.filter(due_at__lt=late).values_list("pk", flat=True)[:cap])
     unclaimed = len(Attempt.objects.filter(
         status=AttemptStatus.QUEUED, enqueued_at__lt=late).values_list("pk", flat=True)[:cap])
-    return SweepHealth(swept_at, min(cap, deadlines + unclaimed))
+    timed_out = len(Attempt.objects.filter(
+        status=AttemptStatus.RUNNING, timeout_at__lt=late).values_list("pk", flat=True)[:cap])
+    return SweepHealth(swept_at, min(cap, deadlines + unclaimed + timed_out))

@@ -16,7 +16,7 @@ Nothing else runs under the lock: the caller shows the result after commit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -28,6 +28,7 @@ from ..exceptions import InstanceNotFound, InvalidState, StaleRevision, Workflow
 from ..models import WorkflowInstance
 from ..signals import announce
 from . import access, idempotency
+from .claims import claims_of
 from .locking import busy_as_error, lock_tree, root_id
 from .persistence import Saved, definition_of, load_chain, save_outcome
 
@@ -78,7 +79,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
                  expected_revision: int | None = None, key: idempotency.Key | None = None,
                  skip_locked: bool = False, missing_ok: bool = False,
                  still_due: Callable[[], bool] | None = None,
-                 then: Callable[[Applied], None] | None = None) -> Applied | None:
+                 then: Callable[[Applied], None] | None = None,
+                 known_claims: Mapping[str, float] | None = None) -> Applied | None:
     """Apply ``command`` to the instance ``instance_id`` (see the module's docstring).
 
     ``action`` is what access is judged for (None: not judged, for the worker's
@@ -87,6 +89,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
     says the command is no longer due. ``then(applied)`` runs in the same
     transaction, for the caller's own rows (an attempt's, a deadline's).
     A replayed idempotency key returns the first result (or raises its refusal).
+    Attempts workers claimed since the snapshot was saved (``services/claims.py``)
+    are recorded first; ``known_claims`` names those the caller knows (token: when).
     """
     with busy_as_error(lock_timeout), transaction.atomic():
         key_row = None
@@ -111,7 +115,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
         if action is not None:
             access.judge(user, target, action)
         definition, tree = load_chain(chain)
-        outcome = engine.apply(definition, tree, command, env_for(user), target=instance_id)
+        outcome = engine.apply(definition, tree, command, env_for(user), target=instance_id,
+                               claimed=claims_of(tree, known=known_claims))
         saved = save_outcome(chain, tree, outcome, actor=actor(user))
         applied = Applied(outcome, saved.rows[instance_id], definition)
         if key_row is not None:

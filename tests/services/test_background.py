@@ -19,7 +19,8 @@ from django.utils import timezone
 
 from django_workflows import Operation, Step, Workflow, registry, services
 from django_workflows.engine import AttemptOutcome
-from django_workflows.models import Attempt, Deadline, WorkflowInstance
+from django_workflows.models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from django_workflows.queries import live_operations
 from tests.testapp import workflows as testapp
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -289,18 +290,44 @@ def test_sweep_fires_a_due_retry_and_the_next_attempt_runs(retried):
                                                                     {"attempt": 2})
 
 
+def test_a_claim_sets_the_attempts_own_timeout_on_its_row(bounded):
+    with runner(HOLDING):
+        instance = services.create("bounded", start=True)
+    (token,) = HoldingRunner.held
+    claimed = services.claim_attempt(token)
+
+    attempt = Attempt.objects.get(token=token)
+    assert attempt.timeout_at == attempt.claimed_at + timedelta(seconds=5)
+    assert attempt.claimed_at.timestamp() == pytest.approx(claimed.at)
+    assert not Deadline.objects.filter(instance=instance.pk).exists()  # only the row has it
+
+
 def test_sweep_fires_a_due_attempt_timeout(bounded):
     with runner(HOLDING):
         instance = services.create("bounded", start=True)
         (token,) = HoldingRunner.held
         services.claim_attempt(token)
-        assert Deadline.objects.get(instance=instance.pk).kind == "attempt-timeout"
-        make_due(instance)
+        Attempt.objects.filter(token=token).update(
+            timeout_at=timezone.now() - timedelta(seconds=1))
         report = services.sweep()
 
     assert report.fired == 1
     row = row_of(instance)
     assert (row.status, row.errors) == ("failed", ["Operation timed out after 5s"])
+    assert Attempt.objects.get(token=token).timeout_at is None  # fired once, not again
+
+
+def test_an_attempt_that_finishes_in_time_leaves_no_timeout(bounded):
+    with runner(HOLDING):
+        instance = services.create("bounded", start=True)
+        (token,) = HoldingRunner.held
+        claimed = services.claim_attempt(token)
+        assert services.finish_attempt(token, AttemptOutcome(ok=True, value=1),
+                                       claimed_at=claimed.at)
+
+    assert Attempt.objects.get(token=token).timeout_at is None
+    assert services.sweep(timezone.now() + timedelta(seconds=60)).fired == 0
+    assert operation(row_of(instance), "op")["status"] == "succeeded"
 
 
 # -- the sweep: heartbeats ------------------------------------------------------------------
@@ -326,7 +353,12 @@ def test_a_claimed_attempt_is_running_with_a_heartbeat():
     attempt = Attempt.objects.get(token=token)
     assert (attempt.status, attempt.worker) == ("running", "lost-worker")
     assert attempt.heartbeat_at is not None
-    assert operation(row_of(instance), "charge")["status"] == "running"
+    # The claim is on the attempt's row; the instance records it with its next change,
+    # and meanwhile shows it live, as the API and the admin do.
+    assert operation(row_of(instance), "charge")["status"] == "queued"
+    (live,) = live_operations(row_of(instance))
+    assert (live.operation.status, live.operation.started_at) == (
+        "running", attempt.claimed_at.timestamp())
 
 
 def test_sweep_interrupts_an_attempt_whose_heartbeat_expired():
@@ -475,31 +507,23 @@ def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypat
 
 
 def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
-    """Two workers get one token (a redispatch, a broker retry) and both see it queued."""
-    from django_workflows.services import unit as service_unit
+    """Two workers get one token (a redispatch, a broker retry) and both see it queued:
+    both send the claim's fenced UPDATE at once, and only one finds it still queued."""
+    from django_workflows.services import attempts as service_attempts
 
     with runner(HOLDING):
-        instance = services.create("back-office", start=True)
+        services.create("back-office", start=True)
     (token,) = HoldingRunner.held
-    past_check = threading.Semaphore(0)
-    real_busy_as_error = service_unit.busy_as_error
+    both_ready = threading.Barrier(2, timeout=30)
+    real_update = service_attempts._update_attempt
 
-    def busy_as_error(seconds):
-        past_check.release()  # this claimer saw the attempt queued
-        return real_busy_as_error(seconds)
+    def update_together(*args, **kwargs):
+        if kwargs.get("only_if") == AttemptStatus.QUEUED:
+            both_ready.wait()  # each read the attempt as queued; now both claim it
+        return real_update(*args, **kwargs)
 
-    monkeypatch.setattr(service_unit, "busy_as_error", busy_as_error)
-    holding, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(service_attempts, "_update_attempt", update_together)
     claimed: list = []
-
-    def hold_the_instance() -> None:
-        try:
-            with transaction.atomic():
-                WorkflowInstance.objects.select_for_update().get(pk=instance.pk)
-                holding.set()
-                release.wait(30)
-        finally:
-            connection.close()
 
     def claim(worker: str) -> None:
         try:
@@ -507,22 +531,15 @@ def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
         finally:
             connection.close()
 
-    holder = threading.Thread(target=hold_the_instance, daemon=True)
-    holder.start()
-    assert holding.wait(30)
     claimers = [threading.Thread(target=claim, args=(name,), daemon=True) for name in "AB"]
     for thread in claimers:
         thread.start()
-    try:
-        assert past_check.acquire(timeout=30) and past_check.acquire(timeout=30)
-    finally:
-        release.set()
-    for thread in [holder, *claimers]:
+    for thread in claimers:
         thread.join(30)
         assert not thread.is_alive()
 
     winners = [worker for worker, work in claimed if work is not None]
-    assert len(winners) == 1
+    assert len(claimed) == 2 and len(winners) == 1
     attempt = Attempt.objects.get(token=token)
     assert (attempt.status, attempt.worker) == ("running", winners[0])
 

@@ -50,27 +50,28 @@ def owner_of(c: Change, token: str) -> tuple[str, Any]:
 
 def attempt_started(c: Change, command: AttemptStarted) -> None:
     token = command.token
+    at = c.env.now if command.at is None else command.at
     kind, owner = owner_of(c, token)
     if kind == "operation" and owner.status == "queued":
         definition = c.definition.find_operation(owner.id)
         status = "running" if owner.attempt == 1 else "retrying"
         put_operation(c, replace(owner, status=status, error=None,  # a new attempt
-                                 started_at=owner.started_at or c.env.now))
-        c.emit("operation-started", step=owner.step, operation=owner.id, attempt=owner.attempt)
+                                 started_at=owner.started_at or at))
+        c.emit("operation-started", step=owner.step, operation=owner.id, attempt=owner.attempt,
+               at=at)
         if definition is not None and definition.timeout:
-            c.effect(SetDeadline(c.snap.id, "attempt-timeout", token,
-                                 c.env.now + definition.timeout))
+            c.effect(SetDeadline(c.snap.id, "attempt-timeout", token, at + definition.timeout))
         return
     if kind == "branch" and not owner.claimed:  # recorded in place: a claim is no mark
         c.set(parallel=tuple(replace(b, claimed=True) if b is owner else b
                              for b in c.snap.parallel))
-        c.emit("branch-started", step=owner.step, branch=owner.id)
+        c.emit("branch-started", step=owner.step, branch=owner.id, at=at)
         return
     if kind == "compensation" and not owner.claimed and c.snap.rollback is not None:
         plan = c.snap.rollback
         c.set(rollback=replace(plan, items=tuple(
             replace(i, claimed=True) if i is owner else i for i in plan.items)))
-        c.emit("compensation-started", step=owner.step, item=owner.label)
+        c.emit("compensation-started", step=owner.step, item=owner.label, at=at)
         return
     raise Refused("stale_attempt", f"Attempt {token} was already claimed or stopped")
 
