@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from .. import clock, engine
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from ..models import Attempt, AttemptStatus, Deadline
 from .persistence import definition_of, to_datetime
+from .statements import statements
 from .unit import Applied, unit_of_work
 
 logger = logging.getLogger("django_workflows")
@@ -80,7 +81,12 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     heartbeat and its own timeout), committed at once; the instance is only
     read, after it, for the work to run.
     """
-    found = Attempt.objects.filter(token=token).values_list("instance_id", "timeout").first()
+    meta, qn = Attempt._meta, connection.ops.quote_name
+    with connection.cursor() as cursor:  # no queryset: its building would cost more than this
+        cursor.execute(f"SELECT {qn(meta.get_field('instance').column)}, "
+                       f"{qn(meta.get_field('timeout').column)} FROM {qn(meta.db_table)} "
+                       f"WHERE {qn(meta.pk.column)} = %s", [token])
+        found = cursor.fetchone()
     if found is None:
         return None  # its instance was deleted
     instance_id, timeout = found
@@ -104,7 +110,7 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
 
 def _work_of(token: str, instance_id: Any) -> engine.Work | None:
     """The work ``token`` names in its instance as saved (read without a lock)."""
-    row = WorkflowInstance.objects.filter(pk=instance_id).first()
+    row = statements().row(instance_id)
     if row is None:
         return None
     definition = definition_of(row.workflow)

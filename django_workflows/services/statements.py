@@ -46,7 +46,8 @@ class Statements:
         parent = qn(meta.get_field("parent").column)
         self.select_root = (f"SELECT {columns} FROM {self.table} "
                             f"WHERE {self.where_pk} AND {parent} IS NULL{lock}")
-        self.select = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}{lock}"
+        self.read = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}"
+        self.select = self.read + lock
         # InnoDB (MariaDB, MySQL) locks every row a locking read looks at, even one its WHERE
         # then refuses: select_root would lock a child before its root. There the root is
         # found by reading up the parents in a recursive CTE and only the root is locked, in
@@ -102,6 +103,12 @@ class Statements:
         sql = (self.select_root if root else self.select) + wait
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [self.pk_value(pk)])
+            return self._row(cursor.fetchall())
+
+    def row(self, pk: Any) -> WorkflowInstance | None:
+        """The row ``pk`` as committed, without a lock (a worker's claim reads its work)."""
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.read, [self.pk_value(pk)])
             return self._row(cursor.fetchall())
 
     def locked_root_of(self, pk: Any, *, within: float | None = None

@@ -15,6 +15,7 @@ from django.db import connection, connections
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
+from django_workflows.queries import live_operations
 from tests.factories import UserFactory
 
 from .conftest import changelist_url, instance_url
@@ -116,8 +117,9 @@ def test_progress_bar_of_a_running_operation_moves(page):
     worker = threading.Thread(target=work, name="admin-slow-worker")
     worker.start()
     try:
-        wait_until(lambda: [op.get("status") for op in WorkflowInstance.objects.get(
-            pk=instance.pk).operations] == ["running"])
+        # claimed and running: the claim is on the attempt's row, as the page shows it
+        wait_until(lambda: [live.operation.status for live in live_operations(
+            WorkflowInstance.objects.get(pk=instance.pk))] == ["running"])
         page.goto(instance_url(instance))
         bar = page.locator('tr.dwf-operation[data-operation="count"] progress.dwf-progress')
         first = bar.evaluate("bar => bar.position >= 0 ? bar.value : 0")
