@@ -4,6 +4,7 @@
     .venv/bin/python bench/transitions.py            # PostgreSQL at 127.0.0.1:5432, user postgres
     .venv/bin/python bench/transitions.py --database mysql://root@127.0.0.1:3306/   # MariaDB
     .venv/bin/python bench/transitions.py --seconds 2 --profile
+    .venv/bin/python bench/transitions.py --finished 1000000   # flat as the tables grow
 
 ``--database`` names the server as a ``DATABASE_URL`` (``postgres://`` or
 ``mysql://``; its database name is not used). The script creates a database of
@@ -19,6 +20,12 @@ Raw, per transition, through psycopg (PostgreSQL) or mysqlclient (MariaDB/MySQL)
 ``INSERT`` one event row, ``COMMIT`` -- in copies of our own tables
 (``bench/raw_databases.py``). The service: ``services.next`` on a 500-step manual
 workflow whose state is ~1 KB.
+
+With ``--finished N`` (PostgreSQL) only the 4-process case over random instances
+runs: once with 10,000 finished instances (and their events) in the tables, then
+again after filling them up to N; it prints the service's rate at N divided by
+its rate at 10,000 (and the raw driver's, whose tables do not grow, as the
+measure of how the machine's load changed between the two).
 
 Lock hold is the time from the row lock being granted (the ``SELECT ... FOR
 UPDATE`` returning) to the commit having returned: for the service measured by
@@ -312,6 +319,68 @@ def profile(targets: list[str], seconds: float) -> None:
     pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
 
 
+FEW_FINISHED = 10_000
+
+
+def fill_finished(total: int) -> float:
+    """Add cancelled copies of one finished instance, with its events, until ``total`` of
+    them are in the tables (in SQL, 100,000 at a time); the seconds it took."""
+    from django.db import connection
+
+    from django_workflows import services
+    from django_workflows.models import WorkflowEvent, WorkflowInstance
+
+    template = WorkflowInstance.objects.filter(workflow=WORKFLOW, status="cancelled").first()
+    if template is None:
+        template = services.cancel(services.create(WORKFLOW, start=True))
+    have = WorkflowInstance.objects.filter(workflow=WORKFLOW, status="cancelled").count()
+    instance_columns = [f.column for f in WorkflowInstance._meta.concrete_fields
+                        if f.column != "id"]
+    event_columns = [f.column for f in WorkflowEvent._meta.concrete_fields
+                     if f.column not in ("id", "instance_id")]
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        while have < total:
+            count = min(100_000, total - have)
+            cursor.execute("CREATE TEMPORARY TABLE bench_new_ids AS "
+                           "SELECT gen_random_uuid() AS id FROM generate_series(1, %s)", [count])
+            cursor.execute(
+                f"INSERT INTO {INSTANCES} (id, {', '.join(instance_columns)}) "
+                f"SELECT n.id, {', '.join(f't.{c}' for c in instance_columns)} "
+                f"FROM bench_new_ids n, {INSTANCES} t WHERE t.id = %s", [template.pk])
+            cursor.execute(
+                f"INSERT INTO {WorkflowEvent._meta.db_table} (instance_id, "
+                f"{', '.join(event_columns)}) SELECT n.id, "
+                f"{', '.join(f'e.{c}' for c in event_columns)} FROM bench_new_ids n, "
+                f"{WorkflowEvent._meta.db_table} e WHERE e.instance_id = %s", [template.pk])
+            cursor.execute("DROP TABLE bench_new_ids")
+            have += count
+        # What a bulk load leaves to do (vacuum, the checkpoint) is not the case measured.
+        cursor.execute(f"VACUUM ANALYZE {INSTANCES}")
+        cursor.execute(f"VACUUM ANALYZE {WorkflowEvent._meta.db_table}")
+        cursor.execute("CHECKPOINT")
+    return time.perf_counter() - started
+
+
+def flat(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) -> None:
+    """The 4-process case with few and with ``--finished`` finished instances in the tables."""
+    rows = []
+    for total in (FEW_FINISHED, options.finished):
+        took = fill_finished(total)
+        print(f"{total:,} finished instances in the tables ({took:.0f} s to add them)")
+        rows.append((total, *measure(options.processes, spread, False, options.seconds,
+                                     options.rounds, warm_ups)))
+    print("\n| finished instances | raw tx/s | service tx/s |\n|---:|---:|---:|")
+    for total, raw, service in rows:
+        print(f"| {total:,} | {raw.rate:,.0f} | {service.rate:,.0f} |")
+    (_, raw_few, few), (_, raw_many, many) = rows
+    print(f"\nservice at {options.finished:,} / at {FEW_FINISHED:,}: "
+          f"{many.rate / few.rate:.2f} (raw, same tables both times: "
+          f"{raw_many.rate / raw_few.rate:.2f}); service/raw at {options.finished:,} over "
+          f"service/raw at {FEW_FINISHED:,}: "
+          f"{(many.rate / raw_many.rate) / (few.rate / raw_few.rate):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per case and kind")
@@ -321,6 +390,9 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--profile", action="store_true",
                         help="profile the service at one client and stop")
+    parser.add_argument("--finished", type=int, metavar="N",
+                        help="only the 4-process case, with 10,000 and then N finished "
+                             "instances in the tables (PostgreSQL)")
     parser.add_argument("--database", metavar="URL",
                         help="the server, as a DATABASE_URL: postgres:// or mysql://; its "
                              "database name is not used (default: PostgreSQL at 127.0.0.1, "
@@ -335,6 +407,9 @@ def main() -> None:
         warm_ups = new_instances(options.processes)
         if options.profile:
             profile(spread, options.seconds)
+            return
+        if options.finished:
+            flat(options, spread, warm_ups)
             return
         import django
         from django.conf import settings

@@ -139,13 +139,16 @@ if importlib.util.find_spec("django_q") is not None:
         "timeout": 60,
         "retry": 120,
         "max_attempts": 1,
-        "poll": 0.05,
+        "poll": float(os.environ.get("DWF_Q_POLL", "0.05")),
         "catch_up": False,
         "ack_failures": True,
         "scheduler": False,
         **({"redis": {"host": "127.0.0.1", "port": 6379,
                       "db": int(os.environ.get("DWF_REDIS_DB", "5"))}}
            if _broker == "redis" else {"orm": "default"}),
+        # orm-listen: the ORM broker woken by NOTIFY (django_workflows/runners/listen_broker.py)
+        **({"broker_class": "django_workflows.runners.listen_broker.ListenORM"}
+           if _broker == "orm-listen" else {}),
     }
 
 # The REST API, when the [api] extra is installed (tests/urls.py mounts it at /api/).
