@@ -3,9 +3,11 @@
 
     .venv/bin/python bench/operations.py                 # PostgreSQL and Redis at 127.0.0.1
     .venv/bin/python bench/operations.py --tasks 500 --workers 2 --profile
+    .venv/bin/python bench/operations.py --brokers orm,orm-listen,redis   # NOTIFY too
 
 It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
-drops it at the end; Redis gets a queue of its own. For the ORM broker and
+drops it at the end; Redis gets a queue of its own. ``orm-listen`` is the ORM
+broker woken by NOTIFY (``django_workflows.runners.listen_broker``). For the ORM broker and
 then for Redis, with the same number of workers:
 
 (a) raw: N no-op django-q2 tasks are enqueued, then a ``qcluster`` subprocess
@@ -68,6 +70,7 @@ from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance  # 
 
 ARTIFACTS = ROOT / "artifacts"
 NOOP_TASK = "bench.opsapp.tasks.noop"
+LISTEN_BROKER = "django_workflows.runners.listen_broker.ListenORM"
 
 
 # -- the database and the broker ---------------------------------------------------------
@@ -98,7 +101,8 @@ def database() -> Iterator[None]:
 
 def use_broker(broker: str) -> None:
     """Make this process enqueue where the cluster of ``broker`` dequeues."""
-    Conf.ORM = "default" if broker == "orm" else None
+    Conf.ORM = None if broker == "redis" else "default"
+    Conf.BROKER_CLASS = LISTEN_BROKER if broker == "orm-listen" else None
     Conf.REDIS = settings.REDIS
     Conf.CLUSTER_NAME = os.environ["DWF_BENCH_QUEUE"]
 
@@ -116,7 +120,16 @@ def clear(broker: str) -> None:
                        "django_workflows_deadline, django_workflows_workflowevent, "
                        "django_workflows_workflowinstance CASCADE")
     if broker == "redis":
+        drop_queued(broker)
+
+
+def drop_queued(broker: str) -> None:
+    """Throw away the tasks still waiting in the broker."""
+    if broker == "redis":
         redis_client().delete(f"django_q:{os.environ['DWF_BENCH_QUEUE']}:q")
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM django_q_ormq")
 
 
 # -- the cluster -------------------------------------------------------------------------
@@ -233,7 +246,9 @@ def operations(broker: str, tasks: int, workers: int, seconds: float,
                              f"{moved} instances moved on")
         if not latency_samples:
             return rate, []
-        # Latency: the cluster is idle; start instances one at a time.
+        # Latency: the cluster is idle (what a bounded run left queued is thrown away);
+        # start instances one at a time.
+        drop_queued(broker)
         Attempt.objects.all().delete()
         ids = start_instances(latency_samples, pace)
         deadline = time.monotonic() + seconds

@@ -45,13 +45,16 @@ Q_CLUSTER = {
     "timeout": 60,
     "retry": 120,
     "max_attempts": 1,
-    "poll": 0.05,
+    # orm-listen is woken by NOTIFY: its poll only bounds a lost notification
+    "poll": 1.0 if os.environ.get("DWF_BENCH_BROKER") == "orm-listen" else 0.05,
     "save_limit": 0,  # keep every success row: the benchmark counts them
     "ack_failures": True,
     "catch_up": False,
     "scheduler": False,
     "log_level": "WARNING",  # no log line per task
     **({"redis": REDIS} if os.environ.get("DWF_BENCH_BROKER") == "redis" else {"orm": "default"}),
+    **({"broker_class": "django_workflows.runners.listen_broker.ListenORM"}
+       if os.environ.get("DWF_BENCH_BROKER") == "orm-listen" else {}),
 }
 
 DJANGO_WORKFLOWS = {"RUNNER": "django_workflows.runners.django_q.Runner",

@@ -106,6 +106,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
                                                       outcome.detached)}
     event_rows: dict[int, WorkflowEvent] = {}
+    updates: list[tuple[str, list[Any]]] = []  # written with the events, in one go
     nodes = [*outcome.snapshot.tree(),
              *(node for child in outcome.detached for node in child.tree())]
     for node in nodes:
@@ -114,18 +115,20 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                 check_state_size(node.state)
             node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
-                                                                actor), strict=True):
+                                                                actor, updates), strict=True):
                 event_rows[id(event)] = event_row
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
-    statements().insert(saved.events)
+    statements().write(updates, saved.events)
     saved.dispatch = _store_effects(outcome.effects)
     _store_tasks(rows, outcome.effects)
     return saved
 
 
 def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
-               events: list[engine.Event], now: datetime, actor: Any) -> list[WorkflowEvent]:
+               events: list[engine.Event], now: datetime, actor: Any,
+               updates: list[tuple[str, list[Any]]]) -> list[WorkflowEvent]:
+    """The node's row, inserted (a new child) or its update added to ``updates``; its events."""
     row = rows.get(node.id)
     if row is None:  # a nested child started by this command
         parent = rows.get(node.parent_id or "")
@@ -146,7 +149,8 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
         first = row.last_event + 1
         row.last_event += len(events)
         row.updated_at = now
-        statements().update(row, [*changed, "revision", "last_event", "updated_at"])
+        updates.append(statements().update_of(
+            row, [*changed, "revision", "last_event", "updated_at"]))
     return [
         WorkflowEvent(instance=row, sequence=first + index, type=event.type,
                       step=event.step or "", actor=actor, revision=row.revision,

@@ -74,6 +74,7 @@ class Statements:
             f"{self.select_root}; "
             f"SELECT set_config('lock_timeout', current_setting('{SAVED_LOCK_TIMEOUT}'), true)"
         ) if _several_statements_at_once(connection) else None
+        self.several_at_once = self.bounded_root is not None
         self.compiler = ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection,
                                                      connection.alias)
         self.converters = self.compiler.get_converters(
@@ -149,6 +150,10 @@ class Statements:
 
     def update(self, row: WorkflowInstance, names: Sequence[str]) -> None:
         """``UPDATE`` the columns ``names`` of ``row``, as ``save(update_fields=...)`` would."""
+        self.write([self.update_of(row, names)], [])
+
+    def update_of(self, row: WorkflowInstance, names: Sequence[str]) -> tuple[str, list[Any]]:
+        """The ``UPDATE`` of the columns ``names`` of ``row`` and its parameters."""
         key = tuple(names)
         fields = [self.by_name[name] for name in key]
         sql = self.updates.get(key)
@@ -161,10 +166,36 @@ class Statements:
         params = [field.get_db_prep_save(getattr(row, field.attname), self.connection)
                   for field in fields]
         params.append(self.pk.get_db_prep_value(row.pk, self.connection))
+        return sql, params
+
+    def write(self, updates: Sequence[tuple[str, list[Any]]], events: list[WorkflowEvent]
+              ) -> None:
+        """The instances' ``updates`` (from :meth:`update_of`), then the events' ``INSERT``.
+
+        Where several statements go at once (PostgreSQL with client-side binding), a
+        command's updates and its events' insert are one round trip.
+        """
+        together = (self.several_at_once and self.can_return and updates and events
+                    and len(events) <= self.batch_size(events))
         with self.connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            if cursor.rowcount != 1:
-                raise WorkflowInstance.DoesNotExist(f"No workflow instance {row.pk} to update")
+            if not together:
+                for sql, params in updates:
+                    cursor.execute(sql, params)
+                    self._updated_one(cursor)
+                self.insert(events)
+                return
+            insert, insert_params = self._insert_of(events)
+            cursor.execute("; ".join([*(sql for sql, _ in updates), insert]),
+                           [param for _, params in updates for param in params] + insert_params)
+            for _ in updates:
+                self._updated_one(cursor)
+                cursor.nextset()
+            self._keys(events, cursor.fetchall())
+
+    @staticmethod
+    def _updated_one(cursor: Any) -> None:
+        if cursor.rowcount != 1:
+            raise WorkflowInstance.DoesNotExist("A workflow instance to update is gone")
 
     def batch_size(self, events: list[WorkflowEvent]) -> int:
         """Events per ``INSERT``: what the database takes, and at most 1,000."""
@@ -181,16 +212,22 @@ class Statements:
         size = self.batch_size(events)
         for start in range(0, len(events), size):
             batch = events[start:start + size]
-            params = [field.get_db_prep_save(field.pre_save(event, True), self.connection)
-                      for event in batch for field in self.event_fields]
-            sql = self.insert_events + ", ".join([self.event_values] * len(batch))
+            sql, params = self._insert_of(batch)
             with self.connection.cursor() as cursor:
-                cursor.execute(sql + self.returning, params)
-                keys = cursor.fetchall()
-            for event, (key,) in zip(batch, keys, strict=True):
-                event.pk = key
-                event._state.adding = False
-                event._state.db = self.connection.alias
+                cursor.execute(sql, params)
+                self._keys(batch, cursor.fetchall())
+
+    def _insert_of(self, batch: list[WorkflowEvent]) -> tuple[str, list[Any]]:
+        params = [field.get_db_prep_save(field.pre_save(event, True), self.connection)
+                  for event in batch for field in self.event_fields]
+        return (self.insert_events + ", ".join([self.event_values] * len(batch))
+                + self.returning, params)
+
+    def _keys(self, batch: list[WorkflowEvent], keys: Sequence[Sequence[Any]]) -> None:
+        for event, (key,) in zip(batch, keys, strict=True):
+            event.pk = key
+            event._state.adding = False
+            event._state.db = self.connection.alias
 
 
 def whole_seconds(seconds: float) -> int:

@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from django_workflows.services.statements import statements
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import url
@@ -87,5 +88,23 @@ def test_the_answer_is_read_after_the_commit(monkeypatch):
     body, under_lock = command(monkeypatch, instance, "next", HTTP_IDEMPOTENCY_KEY="enter")
 
     assert (body["current_step"], body["nested"]["workflow"]) == ("check", "child-check")
-    # The parent locked, its row and the new child's written, the events, the key.
-    assert under_lock == ["LOCK", "UPDATE", "INSERT", "INSERT", "UPDATE"]
+    # The parent locked, the new child's row, the parent's row and the events, the key.
+    assert under_lock == ["LOCK", "INSERT", "UPDATE", "INSERT", "UPDATE"]
+
+
+def test_the_update_and_the_events_go_in_one_round_trip_where_the_database_allows(
+        monkeypatch):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True,
+                                       owner=UserFactory(username="owner"))
+    seen = Statements()
+    seen.mark_commits(monkeypatch)
+    client = APIClient()
+    client.force_authenticate(instance.owner)
+
+    with connection.execute_wrapper(seen):
+        assert client.post(url(instance, "next")).status_code == 200
+
+    # PostgreSQL with client-side binding (psycopg 3's default) takes several at once.
+    together = statements().several_at_once
+    assert len(seen.under_lock()) == (2 if together else 3)
+    assert together == (connection.vendor == "postgresql")
