@@ -241,9 +241,9 @@ def check_task_candidates(app_configs: Any = None, databases: Any = None,
         if (kind == "group" and name in groups) or (kind == "perm" and name in permissions):
             continue
         what = "group" if kind == "group" else "permission"
-        for workflow, step in places:
+        for workflow, step_id in places:
             problems.append(Warning(
-                f'Workflow "{workflow}": the task of step "{step}" names {what} "{name}", '
+                f'Workflow "{workflow}": the task of step "{step_id}" names {what} "{name}", '
                 "which does not exist",
                 hint="Make it (a data migration, or the admin), or correct the name; until "
                      "then nobody is that candidate.", id="django_workflows.W020"))

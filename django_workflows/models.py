@@ -66,6 +66,9 @@ class WorkflowInstance(models.Model):
     updated_at = models.DateTimeField(_("updated"), default=timezone.now)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     completed_at = models.DateTimeField(_("completed"), null=True, blank=True)
+    # Not a column: set True on the instance a command answers from a replayed idempotency
+    # key (services.idempotency.replay); otherwise unset, read as getattr(row, "replayed", False).
+    replayed: bool
 
     class Meta:
         verbose_name = _("workflow instance")

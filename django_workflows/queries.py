@@ -34,7 +34,7 @@ def _running_tokens(instance: WorkflowInstance) -> list[str]:
               if node == instance.snap.id)]
 
 
-def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, dict[str, Any]]:
+def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, Mapping[str, Any]]:
     """What the running attempts of these instances reported so far, in one query."""
     tokens = [token for instance in instances for token in _running_tokens(instance)]
     if not tokens:

@@ -133,7 +133,7 @@ class CurrentStepFilter(admin.SimpleListFilter):
         elif len(definitions) != 1:
             selected = self.value()
             return [(selected, selected)] if selected else []
-        return [(step.id, step.title) for d in definitions for step in d.steps]
+        return [(step.id, step.title or step.id) for d in definitions for step in d.steps]
 
     def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
         return queryset.filter(current_step=self.value()) if self.value() else queryset
@@ -148,10 +148,11 @@ class OwnerFilter(admin.SimpleListFilter):
         user_model = get_user_model()
         name = user_model.USERNAME_FIELD
         users = list(user_model._default_manager.order_by(name)[: OWNER_CHOICES_LIMIT + 1])
+        value = self.value()
         if len(users) <= OWNER_CHOICES_LIMIT:
             choices += [(str(user.pk), str(getattr(user, name))) for user in users]
-        elif self.value() and self.value() not in ("me", "none"):
-            chosen = user_model._default_manager.filter(pk=self.value()).first()
+        elif value and value not in ("me", "none"):
+            chosen = user_model._default_manager.filter(pk=value).first()
             if chosen is not None:
                 choices.append((str(chosen.pk), str(getattr(chosen, name))))
         return choices

@@ -23,7 +23,7 @@ class JSONObjectField(forms.CharField):
                                    "spellcheck": "false"})
 
     def to_python(self, value: Any) -> Any:
-        text = super().to_python(value)
+        text = super().to_python(value) or ""  # CharField's empty_value: "" here
         if not text.strip():
             return None
         try:  # strict: NaN, 1e999 or a 5000-digit integer is a message, not a 500

@@ -198,7 +198,9 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
         """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            # Django's own answer (a private method, so not in the stubs).
+            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+                request, self.opts, object_id)
         if not self.has_view_or_change_permission(request, instance):
             raise PermissionDenied
         state_form = None
@@ -260,8 +262,9 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
                                  f"it (revision {error.actual}, your edit started from "
                                  f"{error.expected}). Compare with the state shown, then save "
                                  "again to replace it.")
-            form.data = form.data.copy()
-            form.data["revision"] = str(error.actual)
+            data = form.data.copy()  # type: ignore[attr-defined]  # request.POST, a QueryDict
+            data["revision"] = str(error.actual)
+            form.data = data
         except WorkflowError as error:
             form.add_error(None, f"Not saved: {getattr(error, 'reason', error)}")
         else:

@@ -93,6 +93,7 @@ def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
     events = instance.events.select_related("actor").order_by("-sequence")
     paginator = Paginator(events, EVENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("events_page"))
+    event: Any  # given data_json, for the template
     for event in page.object_list:
         event.data_json = json.dumps(event.data, ensure_ascii=False) if event.data else ""
     return page
@@ -102,12 +103,14 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
     definition = registry.find(instance.workflow)
     children = list(instance.children.order_by("created_at")
                     .values("id", "workflow", "status", "parent_step", "current_step"))
+    child: Any  # given url and status_label, for the template
     for child in children:
         child["url"] = change_url(child["id"])
         child["status_label"] = Status(child["status"]).label
     operations = operations_of(instance)
     tasks = list(instance.tasks.select_related("claimed_by", "completed_by")
                  .order_by("-created_at")[:TASKS_SHOWN])
+    task: Any  # given url, for the template
     for task in tasks:
         task.url = reverse("admin:django_workflows_workflowtask_change", args=[task.pk])
     return {

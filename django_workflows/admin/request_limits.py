@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import decorator_from_middleware, method_decorator
 
@@ -64,7 +64,7 @@ class CsrfWithinLimits(CsrfViewMiddleware):
     """
 
     def process_view(self, request: HttpRequest, callback: Any, callback_args: Any,
-                     callback_kwargs: Any) -> HttpResponse | None:
+                     callback_kwargs: Any) -> HttpResponseForbidden | None:
         if post_limit_problem(request) is not None:
             return None
         return super().process_view(request, callback, callback_args, callback_kwargs)

@@ -67,7 +67,7 @@ class JSONValueField(forms.CharField):
     widget = forms.Textarea(attrs={"rows": 4, "class": "vLargeTextField", "spellcheck": "false"})
 
     def to_python(self, value: Any) -> Any:
-        text = super().to_python(value)
+        text = super().to_python(value) or ""  # CharField's empty_value: "" here
         if not text.strip():
             return None
         try:
@@ -98,7 +98,8 @@ def _field(node: Mapping[str, Any], required: bool) -> forms.Field:
         field_class = forms.IntegerField if kind == "integer" else forms.FloatField
         return field_class(**options, **{k: v for k, v in bounds.items() if v is not None})
     if kind == "string":
-        text = {"max_length": node.get("maxLength"), "min_length": node.get("minLength")}
+        text: dict[str, Any] = {"max_length": node.get("maxLength"),
+                                "min_length": node.get("minLength")}
         text = {k: v for k, v in text.items() if v is not None}
         if node.get("pattern"):
             options["validators"] = [RegexValidator(node["pattern"])]

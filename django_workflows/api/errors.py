@@ -9,7 +9,7 @@ messages. The service's errors keep their own codes (``not_running``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -163,7 +163,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return response
 
 
-class JSONErrors:
+if TYPE_CHECKING:  # a mixin of DRF's views: mypy reads it as one of them
+    from rest_framework.views import APIView as _View
+else:
+    _View = object
+
+
+class JSONErrors(_View):
     """What every view of the API does with errors (the schema's view too).
 
     Each is answered by :func:`exception_handler` and rendered as JSON, whatever else
@@ -176,10 +182,13 @@ class JSONErrors:
     def get_exception_handler(self) -> Any:
         return exception_handler
 
-    def get_authenticate_header(self, request: Request) -> str | None:
+    # DRF's own answers None too where no class names a challenge; its stubs say str.
+    def get_authenticate_header(self, request: Request) -> str | None:  # type: ignore[override]
         # DRF asks only the first class, so Session before Basic would answer 403.
-        for authenticator in request.authenticators:
-            challenge = authenticator.authenticate_header(request)
+        # ForcedAuthentication (DRF's test client) has no authenticate_header, and needs none:
+        # it signs a user in, who meets no challenge.
+        for authenticator in request.authenticators or ():
+            challenge = authenticator.authenticate_header(request)  # type: ignore[union-attr]
             if challenge:
                 return challenge
         return None
@@ -189,7 +198,7 @@ class JSONErrors:
         if isinstance(response, Response) and response.status_code >= 400:
             request.accepted_renderer = JSONRenderer()
             request.accepted_media_type = JSONRenderer.media_type
-        return super().finalize_response(request, response, *args, **kwargs)  # type: ignore[misc]
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 def _default_code(status_code: int) -> str:

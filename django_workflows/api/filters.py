@@ -6,6 +6,7 @@ django-filter and HTML forms have it; ``status`` must name a status.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,7 +54,8 @@ class UTCDateTimeRangeField(RangeField):
 class TimeRangeFilter(django_filters.IsoDateTimeFromToRangeFilter):
     """``<name>_after`` / ``<name>_before`` in ISO 8601."""
 
-    field_class = UTCDateTimeRangeField
+    # Any range field will do; the stubs narrow field_class to IsoDateTimeRangeField.
+    field_class = UTCDateTimeRangeField  # type: ignore[assignment]
 
 
 class UserIdField(forms.Field):
@@ -102,10 +104,11 @@ class StableOrdering(OrderingFilter):
     An unknown field answers 400 rather than being ignored.
     """
 
-    def remove_invalid_fields(self, queryset: QuerySet[Any], fields: list[str], view: Any,
+    def remove_invalid_fields(self, queryset: QuerySet[Any], fields: Iterable[str], view: Any,
                               request: Request) -> list[str]:
-        valid = super().remove_invalid_fields(queryset, fields, view, request)
-        if len(valid) != len(fields):
+        asked = list(fields)
+        valid = super().remove_invalid_fields(queryset, asked, view, request)
+        if len(valid) != len(asked):
             raise ValidationError({self.ordering_param: [
                 f"Order by {', '.join(self._names(view))}, each with an optional '-'."]})
         return valid

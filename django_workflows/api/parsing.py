@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.utils.http import parse_header_parameters
@@ -29,11 +30,11 @@ class JSONBodyParser(JSONParser):
     """
 
     def parse(self, stream: Any, media_type: str | None = None,
-              parser_context: dict[str, Any] | None = None) -> Any:
+              parser_context: Mapping[str, Any] | None = None) -> Any:
         charset = declared_charset(media_type or "")
         if charset is not None and charset.lower() != "utf-8":
             raise exceptions.UnsupportedMediaType(
-                media_type, detail=f"JSON must be sent as UTF-8, not {charset[:40]!r}: "
+                media_type or "", detail=f"JSON must be sent as UTF-8, not {charset[:40]!r}: "
                                    "send charset=utf-8 or no charset.",
                 code="unsupported_charset")
         try:

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_view, inline_serializer
 from rest_framework import routers, serializers
+from rest_framework.viewsets import ViewSetMixin
 
 from .schema import NOT_ALLOWED, described
 from .tasks import TaskViewSet
 from .views import InstanceViewSet, WorkflowsAPIView, WorkflowViewSet
 
 # The collections under the API's prefix: their URL prefix, basename and viewset.
-COLLECTIONS = [("workflows", "workflow", WorkflowViewSet),
-               ("instances", "instance", InstanceViewSet),
-               ("tasks", "task", TaskViewSet)]
+COLLECTIONS: list[tuple[str, str, type[ViewSetMixin]]] = [
+    ("workflows", "workflow", WorkflowViewSet),
+    ("instances", "instance", InstanceViewSet),
+    ("tasks", "task", TaskViewSet),
+]
 # What the root links to: a name, and the URL name it reverses.
 LINKS = {**{prefix: f"{basename}-list" for prefix, basename, _ in COLLECTIONS},
          "schema": "schema"}

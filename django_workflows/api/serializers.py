@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, get_args, get_type_hints
+from typing import Any, cast, get_args, get_type_hints
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -48,7 +48,8 @@ class StateField(serializers.DictField):
 class ReferenceField(serializers.CharField):
     """A reference: printable text a database can store, blank meaning none."""
 
-    def to_internal_value(self, data: Any) -> str | None:
+    # None for blank text (allow_null); the stubs type a CharField's value as str.
+    def to_internal_value(self, data: Any) -> str | None:  # type: ignore[override]
         value = super().to_internal_value(data)
         if json_problems(value):
             raise serializers.ValidationError("This text must not contain NUL characters or "
@@ -70,7 +71,8 @@ class CreateInstanceSerializer(serializers.Serializer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["workflow"].choices = sorted(d.id for d in registry.all_definitions())
+        workflow = cast(serializers.ChoiceField, self.fields["workflow"])
+        workflow.choices = sorted(d.id for d in registry.all_definitions())
 
     def validate_workflow(self, value: str) -> str:
         definition = registry.find(value)
@@ -92,11 +94,18 @@ def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Fi
     raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
 
 
-@cache
 def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
                  ) -> type[serializers.Serializer]:
     """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
-    what the URL already ``given`` (a task command's ``task``)."""
+    what the URL already ``given`` (a task command's ``task``); one class for each."""
+    # A class is hashable; mypy takes a frozen dataclass's type[...] for unhashable (it reads
+    # the instances' __hash__ off the class).
+    return _command_body(command, given)  # type: ignore[arg-type]
+
+
+@cache
+def _command_body(command: type[engine.PersonCommand], given: tuple[str, ...]
+                  ) -> type[serializers.Serializer]:
     fields = {name: _field_for(command, name) for name in command.takes() if name not in given}
     name = "".join(part.title() for part in command.name.split("_")) + "Body"
     return type(name, (serializers.Serializer,), fields)
@@ -119,7 +128,9 @@ class ErrorSerializer(serializers.Serializer):
 
     detail = serializers.CharField()
     code = serializers.CharField()
-    fields = serializers.DictField(
+    # A declared field named as an attribute of the serializer's (fields, errors, data,
+    # source): DRF's metaclass takes it out of the class, so it hides nothing; mypy sees both.
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()), required=False,
         help_text="Input errors: each bad field's dotted name and its messages.")
     id = serializers.UUIDField(required=False, help_text="`reference_taken`: the instance "
@@ -256,7 +267,8 @@ class InstanceSerializer(serializers.ModelSerializer):
     completed_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
     skipped_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
     history = serializers.ListField(child=serializers.CharField(), read_only=True)
-    errors = serializers.ListField(child=serializers.CharField(), read_only=True)
+    errors = serializers.ListField(  # type: ignore[assignment]  # a declared field, as fields
+        child=serializers.CharField(), read_only=True)
     state = serializers.DictField(read_only=True)
     operations = serializers.SerializerMethodField()
     parallel = serializers.SerializerMethodField()
@@ -325,7 +337,7 @@ class EventSerializer(serializers.ModelSerializer):
     step = serializers.SerializerMethodField()
     actor = serializers.SerializerMethodField()
     error = serializers.JSONField(allow_null=True, read_only=True)
-    data = serializers.DictField(read_only=True)
+    data = serializers.DictField(read_only=True)  # type: ignore[assignment]  # as errors
 
     class Meta:
         model = WorkflowEvent
@@ -354,7 +366,7 @@ class StepSerializer(serializers.Serializer):
 
 
 class TransitionSerializer(serializers.Serializer):
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, as errors
     target = serializers.CharField()
     guarded = serializers.BooleanField(help_text="It has a `when` guard.")
 

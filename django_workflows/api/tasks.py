@@ -61,6 +61,7 @@ class TaskFilter(django_filters.FilterSet):
         return queryset if value == "all" else queryset.filter(status=value)
 
     def claimed_by_me(self, queryset: QuerySet[Any], name: str, value: str) -> QuerySet[Any]:
+        assert self.request is not None  # the API's filter: it has the request
         return queryset.filter(claimed_by=self.request.user)
 
 
@@ -169,7 +170,7 @@ class TaskViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             fingerprint=fingerprint_of(declared.name, str(task.pk), body) if key else None,
             **taken.validated_data)
         task.refresh_from_db()
-        answer = TaskSerializer(task).data
+        answer: dict[str, Any] = TaskSerializer(task).data
         if declared.name == "complete":
             answer = {"task": answer, "instance": InstanceSerializer(
                 instance, context={"request": request}).data}

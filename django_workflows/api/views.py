@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from django.urls import NoReverseMatch, reverse
 from drf_spectacular.utils import (
@@ -60,6 +61,12 @@ from .serializers import (
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
+
+def _classes(setting: Sequence[str]) -> Sequence[Any]:
+    """Classes of a REST_FRAMEWORK setting: api_settings imports them, its stubs say paths."""
+    return cast("Sequence[Any]", setting)
+
+
 # -- the views --------------------------------------------------------------------------
 
 
@@ -75,21 +82,23 @@ class WorkflowsAPIView(JSONErrors):
     throttle_scope = "workflows"
     schema = WorkflowsSchema()
 
+    # A property over DRF's attribute: read from the settings on each request, never set.
     @property
-    def renderer_classes(self) -> list[type[BaseRenderer]]:
+    def renderer_classes(self) -> list[type[BaseRenderer]]:  # type: ignore[override]
         # JSON first, the answer to */*; then the project's others: DRF's browsable API,
         # unless DEFAULT_RENDERER_CLASSES leaves it out. Errors: see JSONErrors.
-        return [JSONRenderer, *(renderer for renderer in api_settings.DEFAULT_RENDERER_CLASSES
-                                if renderer.media_type != JSONRenderer.media_type)]
+        return [JSONRenderer, *(renderer for renderer in _classes(
+            api_settings.DEFAULT_RENDERER_CLASSES)
+            if renderer.media_type != JSONRenderer.media_type)]
 
     def get_authenticators(self) -> list[Any]:
-        return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+        return [auth() for auth in _classes(api_settings.DEFAULT_AUTHENTICATION_CLASSES)]
 
     def get_throttles(self) -> list[Any]:
-        return [throttle() for throttle in api_settings.DEFAULT_THROTTLE_CLASSES]
+        return [throttle() for throttle in _classes(api_settings.DEFAULT_THROTTLE_CLASSES)]
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)  # type: ignore[misc]
+        super().initial(request, *args, **kwargs)
         if request.method in ("POST", "PUT", "PATCH"):
             # Django's DATA_UPLOAD_MAX_MEMORY_SIZE is checked when the body is read whole
             # (DRF's parsers would stream it past the check): RequestDataTooBig -> 413.

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
-from .definition import Branch, Operation, Step, Workflow
+from .definition import Branch, Operation, Step, Workflow, in_seconds
 from .errors import (
     Cancelled,
     OperationBlockedError,
@@ -95,7 +95,7 @@ def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: s
         for entry in node.parallel:
             if entry.token == token and entry.status == "running":
                 step = definition.steps_by_id.get(entry.step)
-                branch = next((b for b in step.parallel if b.id == entry.id), None) \
+                branch = next((b for b in step.branches if b.id == entry.id), None) \
                     if step else None
                 return Work("branch", token, definition, node, branch=branch) if branch else None
         if node.rollback is not None:
@@ -223,7 +223,7 @@ class OperationContext(HookContext):
             child = OperationContext(
                 sink=self._sink, attempt=attempt, snapshot=self._snapshot,
                 workflow=self.workflow, step=self.step, user=self.user,
-                timeout=operation.timeout, flush_interval=self._flush_interval,
+                timeout=in_seconds(operation.timeout), flush_interval=self._flush_interval,
                 max_logs=operation.max_logs, parent=self)
             try:
                 value = run_user_code(operation.run, child)
@@ -272,7 +272,8 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
         ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
                                workflow=work.definition.id,
                                step=current.step if current else None, user=user,
-                               timeout=operation.timeout, flush_interval=flush_interval,
+                               timeout=in_seconds(operation.timeout),
+                               flush_interval=flush_interval,
                                max_logs=operation.max_logs)
         try:
             value = run_user_code(operation.run, ctx)
@@ -314,7 +315,7 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
                            stop_reason=sink.stop_reason)
     if item.kind == "branch":
         step: Step = definition.step(item.step or "")
-        branch = next((b for b in step.parallel if b.id == item.target), None)
+        branch = next((b for b in step.branches if b.id == item.target), None)
         if branch is None or branch.compensate is None:
             return AttemptOutcome(ok=True)
         return _call(branch.compensate, hook_ctx,

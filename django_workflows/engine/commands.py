@@ -34,7 +34,7 @@ class Command:
         if name:
             cls.name = name
         if rule is not None:
-            cls.rule = staticmethod(rule)  # type: ignore[assignment]
+            cls.rule = staticmethod(rule)
 
 
 COMMANDS: dict[str, type[PersonCommand]] = {}

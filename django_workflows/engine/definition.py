@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .errors import DefinitionError
 from .limits import MAX_LOGS
@@ -31,6 +31,13 @@ def to_seconds(value: Seconds | None, *, what: str) -> float | None:
     if value < 0:
         raise DefinitionError(f"{what} must not be negative, got {value!r}")
     return float(value) if value > 0 else None
+
+
+def in_seconds(value: Seconds | None) -> float | None:
+    """A time of a built definition (a step's ``timeout``, an operation's ``timeout``,
+    ``retry_delay`` and ``max_retry_delay``, a task's ``due``) as its type: given as a number
+    or a timedelta, ``__post_init__`` made it float seconds or None."""
+    return cast("float | None", value)
 
 
 def _check_callable(value: Any, what: str, *, required: bool = False) -> None:
@@ -96,10 +103,12 @@ class Operation:
 
     def delay_before(self, attempt: int) -> float:
         """Seconds to wait before ``attempt`` (2 for the first retry)."""
-        if not self.retry_delay or attempt < 2:
+        retry_delay = in_seconds(self.retry_delay)
+        max_retry_delay = in_seconds(self.max_retry_delay)
+        if not retry_delay or attempt < 2:
             return 0.0
-        delay = self.retry_delay * self.backoff ** (attempt - 2)
-        return min(delay, self.max_retry_delay) if self.max_retry_delay else delay
+        delay = retry_delay * self.backoff ** (attempt - 2)
+        return min(delay, max_retry_delay) if max_retry_delay else delay
 
     def find_child(self, operation_id: str) -> Operation | None:
         for child in self.children:
@@ -247,6 +256,12 @@ class Step:
     @property
     def has_work(self) -> bool:
         return bool(self.operations or self.parallel)
+
+    @property
+    def branches(self) -> tuple[Branch, ...]:
+        """``parallel`` as built: every item a ``Branch`` (a bare callable is wrapped in one,
+        named ``<step>:<index>``)."""
+        return cast("tuple[Branch, ...]", self.parallel)
 
 
 @dataclass(frozen=True, eq=False)

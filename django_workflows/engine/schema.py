@@ -90,17 +90,17 @@ def validate_state(schema: Any, state: Any) -> list[FieldError]:
     validator = _validator(schema)
     errors = sorted(validator.iter_errors(state), key=lambda e: list(map(str, e.absolute_path)))
     found: dict[FieldError, None] = {}  # ordered and without repeats
-    for error in errors:
-        field = _dotted(error.absolute_path)
-        if error.validator == "required" and isinstance(error.validator_value, list):
+    for problem in errors:
+        field = _dotted(problem.absolute_path)
+        if problem.validator == "required" and isinstance(problem.validator_value, list):
             # "required" is reported on the parent object; name the missing field instead.
-            missing = [name for name in error.validator_value
-                       if isinstance(error.instance, dict) and name not in error.instance]
+            missing = [name for name in problem.validator_value
+                       if isinstance(problem.instance, dict) and name not in problem.instance]
             for name in missing:
                 found[FieldError(f"{field}.{name}" if field else name,
                                  "This field is required.")] = None
             continue
-        found[FieldError(field, _short(error.message))] = None
+        found[FieldError(field, _short(problem.message))] = None
     return list(found)
 
 
@@ -110,7 +110,8 @@ def check_state(schema: Any, value: Any) -> dict[str, Any]:
         raise Refused("invalid_state", "The state must be a JSON object",
                       [FieldError("", f"expected an object, got {type(value).__name__}")])
     try:
-        state = json.loads(json.dumps(dict(value), allow_nan=False))  # NaN is not JSON
+        text = json.dumps(dict(value), allow_nan=False)  # NaN is not JSON
+        state: dict[str, Any] = json.loads(text)
     except (TypeError, ValueError) as error:
         raise Refused("invalid_state", f"The state is not JSON: {error_message(error)}",
                       [FieldError("", error_message(error))]) from None

@@ -240,7 +240,8 @@ def _plain(value: Any) -> Any:
 
 def to_json(snapshot: WorkflowSnapshot | OperationSnapshot | BranchSnapshot) -> dict[str, Any]:
     """A snapshot (or one operation's or branch's) as plain JSON types (children inline)."""
-    return _plain(snapshot)
+    plain: dict[str, Any] = _plain(snapshot)
+    return plain
 
 
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ on the right), order within a layer by barycenters, then coordinates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import pairwise
 
 from ..engine import Workflow
@@ -129,7 +130,7 @@ def layout(definition: Workflow) -> Layout:
         rows = layers[1:] if sweep % 2 == 0 else list(reversed(layers[:-1]))
         neighbours = ups if sweep % 2 == 0 else downs
         for row in rows:
-            row.sort(key=lambda name, near=neighbours: _barycenter(name, near, position))
+            row.sort(key=partial(_barycenter, neighbours=neighbours, position=position))
             position.update({name: index for index, name in enumerate(row)})
 
     widest = max([sum(boxes[n].width for n in row) + NODE_GAP * (len(row) - 1)

@@ -19,7 +19,7 @@ def graph_of(definition: Workflow) -> dict[str, Any]:
             "id": step.id, "title": step.title, "initial": index == 0,
             "advance": step.advance, "conditional": step.when is not None,
             "operations": [op.id for op in step.operations],
-            "parallel": [branch.id for branch in step.parallel],
+            "parallel": [branch.id for branch in step.branches],
             "nested": nested, "timeout": step.timeout,
         })
     edges = [{"source": t.source, "target": t.target, "guarded": t.when is not None}

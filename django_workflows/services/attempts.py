@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
+from django.db.models import Field
 from django.utils import timezone
 
 from .. import clock, engine
@@ -23,6 +24,16 @@ from .statements import statements
 from .unit import Applied, unit_of_work
 
 logger = logging.getLogger("django_workflows")
+
+
+def _field(name: str) -> Field[Any, Any]:
+    """``Attempt``'s concrete field ``name`` (``get_field`` is typed to return relations too)."""
+    return cast("Field[Any, Any]", Attempt._meta.get_field(name))
+
+
+def _column(field: Field[Any, Any]) -> str:
+    """The quoted column of a concrete field (it has one; ``column`` is typed optional)."""
+    return connection.ops.quote_name(cast(str, field.column))
 
 
 def _update_attempt(token: str, values: dict[str, Any], *, only_if: str | None = None,
@@ -36,21 +47,22 @@ def _update_attempt(token: str, values: dict[str, Any], *, only_if: str | None =
     was told to stop.
     """
     meta, qn = Attempt._meta, connection.ops.quote_name
-    fields = [meta.get_field(name) for name in values]
+    fields = [_field(name) for name in values]
     params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
-    assignments = ", ".join(f"{qn(field.column)} = %s" for field in fields)
-    status_column = qn(meta.get_field("status").column)
+    assignments = ", ".join(f"{_column(field)} = %s" for field in fields)
+    status_column = _column(_field("status"))
     status = (f", {status_column} = CASE WHEN "
-              f"{qn(meta.get_field('stop_reason').column)} = %s THEN %s ELSE %s END"
+              f"{_column(_field('stop_reason'))} = %s THEN %s ELSE %s END"
               if finished_unless_stopped else "")
     if finished_unless_stopped:
         params += ["", AttemptStatus.FINISHED.value, AttemptStatus.DROPPED.value]
     fence = f" AND {status_column} = %s" if only_if is not None else ""
     sql = (f"UPDATE {qn(meta.db_table)} SET {assignments}{status} "
-           f"WHERE {qn(meta.pk.column)} = %s{fence}")
+           f"WHERE {_column(meta.pk)} = %s{fence}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, token, *([only_if] if only_if is not None else [])])
-        return cursor.rowcount
+        changed: int = cursor.rowcount
+        return changed
 
 
 def _report(token: str, instance_id: Any, command: engine.Command, *,
@@ -83,9 +95,9 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     """
     meta, qn = Attempt._meta, connection.ops.quote_name
     with connection.cursor() as cursor:  # no queryset: its building would cost more than this
-        cursor.execute(f"SELECT {qn(meta.get_field('instance').column)}, "
-                       f"{qn(meta.get_field('timeout').column)} FROM {qn(meta.db_table)} "
-                       f"WHERE {qn(meta.pk.column)} = %s", [token])
+        cursor.execute(f"SELECT {_column(_field('instance'))}, "
+                       f"{_column(_field('timeout'))} FROM {qn(meta.db_table)} "
+                       f"WHERE {_column(meta.pk)} = %s", [token])
         found = cursor.fetchone()
     if found is None:
         return None  # its instance was deleted

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
+from uuid import UUID
 
 from django.db import OperationalError, connection
 
@@ -86,7 +87,7 @@ def _locked(pk: object, within: float | None = None) -> WorkflowInstance:
     return row
 
 
-def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
+def lock_tree(instance_id: UUID | str, *, timeout: float) -> list[WorkflowInstance]:
     """Lock the tree ``instance_id`` belongs to; return its chain, root first.
 
     A child no longer attached to its parent (a later step started another
@@ -109,7 +110,7 @@ def lock_tree(instance_id: object, *, timeout: float) -> list[WorkflowInstance]:
         return _chain_from(root, instance_id)
 
 
-def _lock_tree_found_unlocked(built: Statements, instance_id: object, timeout: float
+def _lock_tree_found_unlocked(built: Statements, instance_id: UUID | str, timeout: float
                               ) -> list[WorkflowInstance]:
     """MariaDB/MySQL: one statement finds the root without locking and locks it.
 
@@ -133,10 +134,10 @@ def _chain_from(root: WorkflowInstance, instance_id: object, within: float | Non
     return chain
 
 
-def root_id(instance_id: object) -> object:
+def root_id(instance_id: UUID | str) -> UUID | str:
     """The id of the instance's topmost parent, found without locking (a parent never changes)."""
     seen = set()
-    current: object = instance_id
+    current: UUID | str = instance_id
     while True:
         parent = WorkflowInstance.objects.filter(pk=current).values_list("parent_id", flat=True)
         found = list(parent)

@@ -6,7 +6,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
@@ -31,6 +31,14 @@ from .statements import statements
 # Engine fields kept in their own columns rather than in ``snapshot``.
 COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "parent_id",
            "parent_step", "started_at", "completed_at", "nested")
+
+
+@overload
+def to_datetime(value: float) -> datetime: ...
+
+
+@overload
+def to_datetime(value: float | None) -> datetime | None: ...
 
 
 def to_datetime(value: float | None) -> datetime | None:

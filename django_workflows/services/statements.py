@@ -35,8 +35,8 @@ class Statements:
         self.connection = connection
         ops, qn = connection.ops, connection.ops.quote_name
         meta = WorkflowInstance._meta
-        self.pk: Field = meta.pk
-        self.fields: list[Field] = list(meta.concrete_fields)
+        self.pk: Field[Any, Any] = meta.pk
+        self.fields: list[Field[Any, Any]] = list(meta.concrete_fields)
         self.attnames = [field.attname for field in self.fields]
         self.by_name = {field.name: field for field in self.fields}
         self.table = qn(meta.db_table)
@@ -81,7 +81,8 @@ class Statements:
             [field.get_col(meta.db_table) for field in self.fields])
         self.updates: dict[tuple[str, ...], str] = {}
         events = WorkflowEvent._meta
-        self.event_fields: list[Field] = [f for f in events.concrete_fields if not f.primary_key]
+        self.event_fields: list[Field[Any, Any]] = [
+            f for f in events.concrete_fields if not f.primary_key]
         self.insert_events = (
             f"INSERT INTO {qn(events.db_table)} "
             f"({', '.join(qn(field.column) for field in self.event_fields)}) VALUES ")
@@ -199,8 +200,8 @@ class Statements:
 
     def batch_size(self, events: list[WorkflowEvent]) -> int:
         """Events per ``INSERT``: what the database takes, and at most 1,000."""
-        return max(min(self.connection.ops.bulk_batch_size(self.event_fields, events),
-                       MAX_BATCH), 1)
+        taken: int = self.connection.ops.bulk_batch_size(self.event_fields, events)
+        return max(min(taken, MAX_BATCH), 1)
 
     def insert(self, events: list[WorkflowEvent]) -> None:
         """Insert event rows in one statement (per batch), setting their primary keys."""

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..change import Change
-from ..definition import Operation
+from ..definition import Operation, in_seconds
 from ..errors import Refused
 from ..messages import operation_timed_out, step_timed_out
 from ..snapshot import ErrorInfo, OperationSnapshot
@@ -41,7 +41,7 @@ def due_operation(c: Change, token: str, statuses: tuple[str, ...], stale: str
     """The operation whose deadline ``token`` names, while in ``statuses``; else stale."""
     operation = next((op for op in c.snap.operations
                       if op.token == token and op.status in statuses), None)
-    definition = operation and c.definition.find_operation(operation.id)
+    definition = c.definition.find_operation(operation.id) if operation is not None else None
     if operation is None or definition is None:
         raise Refused("stale_deadline", stale)
     return operation, definition
@@ -56,7 +56,7 @@ def step_timeout_due(c: Change, token: str) -> None:
     run = c.snap.step_run
     if run is None or run.token != token or c.snap.status != "running" or run.deadline is None:
         raise Refused("stale_deadline", "The step deadline is no longer current")
-    message = step_timed_out(run.step, c.definition.step(run.step).timeout)
+    message = step_timed_out(run.step, in_seconds(c.definition.step(run.step).timeout))
     c.set(step_run=replace(run, deadline=None))  # fired: nothing left to clear
     stop_work(c, message, step=run.step, error_name="WorkflowStepTimeoutError")
     c.fail(message, run.step)
@@ -65,7 +65,8 @@ def step_timeout_due(c: Change, token: str) -> None:
 def attempt_timeout_due(c: Change, token: str) -> None:
     operation, definition = due_operation(c, token, ("running", "retrying"),
                                           "The attempt deadline is no longer current")
-    error = ErrorInfo("OperationTimeoutError", operation_timed_out(definition.timeout))
+    error = ErrorInfo("OperationTimeoutError",
+                      operation_timed_out(in_seconds(definition.timeout)))
     operation = replace(operation, error=error)
     retries_left = operation.attempt < definition.max_attempts
     add_stopping(c, token, "operation", operation.id, error.message, resume=retries_left)

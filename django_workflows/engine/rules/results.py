@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..change import Change
-from ..definition import Operation
+from ..definition import Operation, in_seconds
 from ..errors import Refused
 from ..limits import MAX_LOGS
 from ..messages import (
@@ -59,8 +59,9 @@ def attempt_started(c: Change, command: AttemptStarted) -> None:
                                  started_at=owner.started_at or at))
         c.emit("operation-started", step=owner.step, operation=owner.id, attempt=owner.attempt,
                at=at)
-        if definition is not None and definition.timeout:
-            c.effect(SetDeadline(c.snap.id, "attempt-timeout", token, at + definition.timeout))
+        timeout = in_seconds(definition.timeout) if definition is not None else None
+        if timeout:
+            c.effect(SetDeadline(c.snap.id, "attempt-timeout", token, at + timeout))
         return
     if kind == "branch" and not owner.claimed:  # recorded in place: a claim is no mark
         c.set(parallel=tuple(replace(b, claimed=True) if b is owner else b
@@ -160,7 +161,7 @@ def branch_finished(c: Change, branch: BranchSnapshot, outcome: AttemptOutcome) 
     put_branch(c, replace(branch, status="succeeded" if outcome.ok else "failed", error=error,
                           token=None))
     c.emit("branch-succeeded" if outcome.ok else "branch-failed", step=branch.step,
-           branch=branch.id, **({} if outcome.ok else {"error": error}))
+           branch=branch.id, error=error)  # None when it succeeded
     if branch.step == c.snap.current_step:
         c.unsettled = True
 

@@ -57,7 +57,7 @@ def build_plan(c: Change) -> RollbackPlan:
             items.extend(operation_items(c, operation,
                                          c.definition.find_operation(operation.id), ()))
     for step in reversed(c.definition.steps):
-        for branch in reversed(step.parallel):
+        for branch in reversed(step.branches):
             entry = c.snap.branch(step.id, branch.id)
             if branch.compensate and entry is not None and (
                     entry.status == "succeeded" or entry.finished_late):
@@ -65,8 +65,8 @@ def build_plan(c: Change) -> RollbackPlan:
     if c.snap.nested is not None:
         items.append(RollbackItem("nested", c.snap.nested.id, step=c.snap.nested.parent_step))
     for key in reversed(c.snap.completed_steps):
-        step = c.definition.steps_by_id.get(key)
-        if step is not None and step.compensate is not None:
+        completed = c.definition.steps_by_id.get(key)
+        if completed is not None and completed.compensate is not None:
             items.append(RollbackItem("step", key, step=key))
     return RollbackPlan(items=tuple(items))
 

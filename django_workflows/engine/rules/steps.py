@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..change import Change
+from ..definition import in_seconds
 from ..errors import HookFailed, Refused
 from ..messages import CANCELLED, step_hook, transition_guard
 from ..outcome import SetDeadline
@@ -151,7 +152,8 @@ def commit_cancel(c: Change, reason: str | None = None) -> None:
     saga.stop_compensation(c, CANCELLED)
     c.end_step_run()
     c.set(status="cancelled", completed_at=c.env.now)
-    c.emit("cancel", step=c.snap.current_step, **({"reason": reason} if reason else {}))
+    data: dict[str, Any] = {"reason": reason} if reason else {}
+    c.emit("cancel", step=c.snap.current_step, **data)
 
 
 # -- a step's work --------------------------------------------------------------------
@@ -163,8 +165,9 @@ def execute_step(c: Change, *, include_enter: bool) -> None:
     if step is None:
         return
     c.end_step_run()
+    timeout = in_seconds(step.timeout)
     run = StepRun(step=step.id, token=c.new_token(), started_at=c.env.now,
-                  deadline=c.env.now + step.timeout if step.timeout and step.has_work else None)
+                  deadline=c.env.now + timeout if timeout and step.has_work else None)
     c.set(step_run=run)
     if run.deadline is not None:
         c.effect(SetDeadline(c.snap.id, "step-timeout", run.token, run.deadline))
@@ -198,7 +201,7 @@ def advance(c: Change) -> None:
     step = c.step
     if step is None:
         return
-    branches = [c.snap.branch(step.id, b.id) for b in step.parallel]
+    branches = [c.snap.branch(step.id, b.id) for b in step.branches]
     if any(b is None or b.status == "running" for b in branches):
         return
     failed = [b for b in branches if b is not None and b.status != "succeeded"]

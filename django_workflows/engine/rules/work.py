@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from ..change import Change
-from ..definition import Operation, Step, check_candidates
+from ..definition import Operation, Step, check_candidates, in_seconds
 from ..errors import DefinitionError, HookFailed, Refused
 from ..messages import CANCELLED, step_hook
 from ..outcome import ClearDeadline, RunAttempt, SaveTask, SetDeadline, StopAttempt
@@ -51,7 +51,7 @@ def dispatch_branch(c: Change, step: Step, branch_id: str) -> None:
 
 def dispatch_branches(c: Change, step: Step) -> None:
     """Every branch of ``step`` that has not succeeded (and is not running) is handed out."""
-    for branch in step.parallel:
+    for branch in step.branches:
         entry = c.snap.branch(step.id, branch.id)
         if entry is None or entry.status not in ("succeeded", "running"):
             dispatch_branch(c, step, branch.id)
@@ -64,7 +64,7 @@ def queue_attempt(c: Change, operation: OperationSnapshot, definition: Operation
                              retry_at=None))
     c.emit("operation-queued", step=operation.step, operation=operation.id, attempt=attempt)
     c.effect(RunAttempt(c.snap.id, token, "operation", operation.id, attempt,
-                        definition.timeout))
+                        in_seconds(definition.timeout)))
 
 
 DONE = ("succeeded", "skipped")  # an operation a step need not run (again)
@@ -88,7 +88,7 @@ def hand_out_operation(c: Change, step: Step) -> bool:
 def step_work_done(c: Change, step: Step) -> bool:
     """Every branch of ``step`` succeeded, and every operation succeeded or was skipped."""
     if any((b := c.snap.branch(step.id, branch.id)) is None or b.status != "succeeded"
-           for branch in step.parallel):
+           for branch in step.branches):
         return False
     return all((op := c.snap.operation(o.id)) is not None and op.status in DONE
                for o in step.operations)
@@ -200,7 +200,8 @@ def open_task(c: Change, step: Step) -> None:
         except DefinitionError as error:
             c.fail(str(error), step.id)
             raise HookFailed(str(error)) from None
-    due = c.env.now + task.due if task.due else None
+    due_in = in_seconds(task.due)
+    due = c.env.now + due_in if due_in else None
     opened = TaskSnapshot(id=c.env.new_id(), step=step.id,
                           title=task.title or step.title or step.id,
                           candidates=tuple(candidates), exclude_owner=task.exclude_owner,
