@@ -4,6 +4,7 @@
     .venv/bin/python bench/operations.py                 # PostgreSQL and Redis at 127.0.0.1
     .venv/bin/python bench/operations.py --tasks 500 --workers 2 --profile
     .venv/bin/python bench/operations.py --brokers orm,orm-listen,redis   # NOTIFY too
+    .venv/bin/python bench/operations.py --clusters 1,2 --workers 1        # scaling out
 
 It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
 drops it at the end; Redis gets a queue of its own. ``orm-listen`` is the ORM
@@ -136,9 +137,9 @@ def drop_queued(broker: str) -> None:
 
 
 class Cluster:
-    def __init__(self, broker: str, workers: int) -> None:
+    def __init__(self, broker: str, workers: int, name: str = "") -> None:
         ARTIFACTS.mkdir(exist_ok=True)
-        self.log_path = ARTIFACTS / f"bench-qcluster-{broker}-{os.getpid()}.log"
+        self.log_path = ARTIFACTS / f"bench-qcluster-{broker}{name}-{os.getpid()}.log"
         env = {**os.environ, "DWF_BENCH_BROKER": broker, "DWF_BENCH_WORKERS": str(workers),
                "PYTHONPATH": str(ROOT)}
         self._log = self.log_path.open("a")
@@ -178,6 +179,49 @@ def cluster(broker: str, workers: int) -> Iterator[Cluster]:
         yield running
     finally:
         running.stop()
+
+
+class Clusters:
+    """Several clusters on one queue, watched as one."""
+
+    def __init__(self, broker: str, count: int, workers: int) -> None:
+        self.members = [Cluster(broker, workers, f"-{n + 1}") for n in range(count)]
+
+    def cpu(self) -> float:
+        return sum(member.cpu() for member in self.members)
+
+    def check(self) -> None:
+        for member in self.members:
+            member.check()
+
+    def stop(self) -> None:
+        for member in self.members:
+            member.stop()
+
+
+def scaling(tasks: int, workers: int, seconds: float, counts: list[int]) -> None:
+    """Our operations on Redis with 1, 2... clusters of ``workers`` each: the rate, and
+    the cores each cluster used while it worked."""
+    use_broker("redis")
+    print(f"| qcluster processes ({workers} workers each) | no-op operations/s | "
+          f"cores used by each cluster | CPU ms per operation |\n|---:|---:|---|---:|")
+    for count in counts:
+        clear("redis")
+        start_instances(tasks)
+        running = Clusters("redis", count, workers)
+        try:
+            before = [member.cpu() for member in running.members]
+            began = time.monotonic()
+            rate = watch(successes("django_workflows.tasks.run_attempt"), tasks, seconds,
+                         running)
+            wall = time.monotonic() - began
+            cores = [(member.cpu() - cpu) / wall for member, cpu in zip(running.members, before,
+                                                                       strict=True)]
+        finally:
+            running.stop()
+        print(f"| {count} | {rate.per_second:.0f} | {', '.join(f'{c:.2f}' for c in cores)} | "
+              f"{rate.cpu_ms:.1f} |", flush=True)
+
 
 
 # -- measuring ---------------------------------------------------------------------------
@@ -345,7 +389,15 @@ def main() -> None:
                         help="runs of each (raw, ours, raw, ours...): the best counts")
     parser.add_argument("--profile", action="store_true",
                         help="also profile the worker's path in this process")
+    parser.add_argument("--clusters", metavar="COUNTS",
+                        help="only our operations on Redis with this many qcluster processes "
+                             "(e.g. 1,2), each with --workers workers")
     options = parser.parse_args()
+    if options.clusters:
+        with database():
+            scaling(options.tasks, options.workers, options.seconds,
+                    [int(count) for count in options.clusters.split(",")])
+        return
     brokers = options.brokers.split(",")
     rows = []
     load = os.getloadavg()[0]

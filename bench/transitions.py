@@ -323,42 +323,17 @@ FEW_FINISHED = 10_000
 
 
 def fill_finished(total: int) -> float:
-    """Add cancelled copies of one finished instance, with its events, until ``total`` of
-    them are in the tables (in SQL, 100,000 at a time); the seconds it took."""
-    from django.db import connection
-
+    """Cancelled copies of one instance, with its events, until ``total`` are in the tables
+    (bench/filler.py); the seconds it took."""
+    from bench.filler import fill
     from django_workflows import services
-    from django_workflows.models import WorkflowEvent, WorkflowInstance
+    from django_workflows.models import WorkflowInstance
 
     template = WorkflowInstance.objects.filter(workflow=WORKFLOW, status="cancelled").first()
     if template is None:
         template = services.cancel(services.create(WORKFLOW, start=True))
-    have = WorkflowInstance.objects.filter(workflow=WORKFLOW, status="cancelled").count()
-    instance_columns = [f.column for f in WorkflowInstance._meta.concrete_fields
-                        if f.column != "id"]
-    event_columns = [f.column for f in WorkflowEvent._meta.concrete_fields
-                     if f.column not in ("id", "instance_id")]
     started = time.perf_counter()
-    with connection.cursor() as cursor:
-        while have < total:
-            count = min(100_000, total - have)
-            cursor.execute("CREATE TEMPORARY TABLE bench_new_ids AS "
-                           "SELECT gen_random_uuid() AS id FROM generate_series(1, %s)", [count])
-            cursor.execute(
-                f"INSERT INTO {INSTANCES} (id, {', '.join(instance_columns)}) "
-                f"SELECT n.id, {', '.join(f't.{c}' for c in instance_columns)} "
-                f"FROM bench_new_ids n, {INSTANCES} t WHERE t.id = %s", [template.pk])
-            cursor.execute(
-                f"INSERT INTO {WorkflowEvent._meta.db_table} (instance_id, "
-                f"{', '.join(event_columns)}) SELECT n.id, "
-                f"{', '.join(f'e.{c}' for c in event_columns)} FROM bench_new_ids n, "
-                f"{WorkflowEvent._meta.db_table} e WHERE e.instance_id = %s", [template.pk])
-            cursor.execute("DROP TABLE bench_new_ids")
-            have += count
-        # What a bulk load leaves to do (vacuum, the checkpoint) is not the case measured.
-        cursor.execute(f"VACUUM ANALYZE {INSTANCES}")
-        cursor.execute(f"VACUUM ANALYZE {WorkflowEvent._meta.db_table}")
-        cursor.execute("CHECKPOINT")
+    fill(template.pk, total)
     return time.perf_counter() - started
 
 
