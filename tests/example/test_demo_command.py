@@ -231,7 +231,7 @@ def test_the_worker_runs_the_slow_payment_showing_its_progress(demo):
                          what="the slow order's payment showed no progress")
 
     assert payment["progress"]["message"] == "Waiting for the bank to confirm"
-    assert payment["progress"]["total"] == 40
+    assert payment["progress"]["total"] == 300  # five minutes: time to watch it in the admin
 
 
 def test_the_worker_finishes_the_rollback_of_a_failed_order(demo):
