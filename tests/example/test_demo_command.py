@@ -146,8 +146,13 @@ def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "dem
     return running
 
 
-def stop_demo(demo: Demo) -> None:
-    """Ctrl-C, and whatever is left of the demo's session killed."""
+def stop_demo(demo: Demo, *, at_once: bool = False) -> None:
+    """Ctrl-C, and whatever is left of the demo's session killed; ``at_once``: kill it all
+    (Ctrl-C lets a running slow payment go on for up to 15 s)."""
+    if at_once:
+        for pid in session_processes(demo.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
     if demo.process.poll() is None:
         stop(demo.process, signal.SIGINT)
         try:
@@ -332,7 +337,7 @@ def test_started_again_it_keeps_the_data_the_passwords_and_the_signed_in_session
         assert status_for(demo.kept["browser"], again.url + "/api/instances/") == 200
         assert call(again, "GET", "/api/instances/", user=OPERATOR)[0] == 200
     finally:
-        stop_demo(again)
+        stop_demo(again, at_once=True)
 
 
 def test_reset_starts_afresh_with_the_demo_data(demo, directory):
@@ -347,4 +352,4 @@ def test_reset_starts_afresh_with_the_demo_data(demo, directory):
         assert status_for(demo.kept["browser"], fresh.url + "/api/instances/") == 401
         assert order_numbered(fresh, "D-1004")["status"] == "running"  # the slow order, anew
     finally:
-        stop_demo(fresh)
+        stop_demo(fresh, at_once=True)
