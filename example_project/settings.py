@@ -71,7 +71,7 @@ WSGI_APPLICATION = "example_project.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -130,12 +130,13 @@ else:
 
 # The shop's fake payment provider (example_project/shop/payments.py): by default a
 # fifth of the charge requests fail (the workflow retries them) and the bank takes a
-# few seconds to confirm, so retries and progress can be seen in the admin.
+# few seconds to confirm, so retries and progress can be seen in the admin; the slow
+# bank (the tour's slow order, pm_card_slow) takes five minutes: time for the tour.
 SHOP_PAYMENTS = {
     "FAILURE_RATE": float(os.environ.get("SHOP_PAYMENT_FAILURE_RATE", "0.2")),
     "LOST_RESPONSE_RATE": float(os.environ.get("SHOP_PAYMENT_LOST_RESPONSE_RATE", "0")),
     "LATENCY": float(os.environ.get("SHOP_PAYMENT_LATENCY", "3")),
-    "SLOW_LATENCY": float(os.environ.get("SHOP_PAYMENT_SLOW_LATENCY", "40")),
+    "SLOW_LATENCY": float(os.environ.get("SHOP_PAYMENT_SLOW_LATENCY", "300")),
 }
 
 # PostgreSQL instead of SQLite (the load test, bench/load.py, runs the site on it):
@@ -155,7 +156,10 @@ if HAS_DJANGO_Q:
         # Each worker also runs a sweeper thread (one sweeps at a time); none is held by it.
         "workers": int(os.environ.get("DWF_DEMO_WORKERS", "4")),
         "timeout": 60,
-        "retry": 120,
+        # Longer than any task runs: the slow bank's charge attempt (SLOW_LATENCY + 15 s,
+        # shop/fulfilment.py) and a heartbeat timeout after it, or the broker would hand
+        # it to a second worker while the first still waits for the bank.
+        "retry": max(120, int(SHOP_PAYMENTS["SLOW_LATENCY"]) + 120),
         "max_attempts": 1,
         "catch_up": False,
     }

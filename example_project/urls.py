@@ -4,7 +4,6 @@ import importlib.util
 
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, include, path
-from django.views.generic import TemplateView
 
 
 def api_urls() -> list[URLPattern | URLResolver]:
@@ -22,8 +21,7 @@ def api_urls() -> list[URLPattern | URLResolver]:
 
 
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("admin/", admin.site.urls),
     *api_urls(),
-    path("", include("example_project.shop.urls")),  # /wizard/, /accounts/login/
+    path("", include("example_project.shop.urls")),  # /, /wizard/, /accounts/login/, ...
 ]

@@ -7,6 +7,8 @@ payment -> preparation (stock || courier) -> shipment -> completion
   the provider is unavailable, bounded by a ten-minute step timeout, refunded
   by its ``rollback``. The idempotency key names the order and the card, so a
   retry after a lost answer finds the first charge instead of charging twice.
+  One attempt waits for the bank to confirm: its timeout leaves room for the
+  slow bank (``SLOW_LATENCY``, minutes in the demo).
   A declined card blocks the order until someone gives another card.
 * ``preparation`` reserves stock and books a courier in parallel; each branch
   has a compensation that undoes it when the order is rolled back.
@@ -155,13 +157,19 @@ def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None
         ctx.log(f"Refunded {charge_id} ({refund.id})")
 
 
+def attempt_timeout() -> float:
+    """Seconds one charge attempt may take: the wait for the bank included, the slow one's
+    too (the demo's slow order pays for minutes, in one attempt, with its progress)."""
+    return max(45.0, payments.config()["SLOW_LATENCY"] + 15)
+
+
 charge = Operation(
     "charge-card", title="Charge the card",
     description="Charge the order's total at the payment provider and wait for the bank.",
     metadata={"provider": "fake"},
     run=charge_payment, rollback=refund_payment,
     retries=10, retry_delay=2, backoff=2, max_retry_delay=120,
-    timeout=45,  # one attempt, including the wait for the bank
+    timeout=attempt_timeout(),  # one attempt, including the wait for the bank
 )
 
 

@@ -4,24 +4,28 @@ The demo runs in a process group (and session) of its own, on a free port
 (``DWF_DEMO_PORT``) with a temporary SQLite file (``DWF_DEMO_DB``), so it
 neither clobbers nor disturbs a developer's demo, and on the interpreter of this
 test run (``DWF_DEMO_PYTHON``), so it shows the Python and Django being tested.
-The tests run in order: the last one stops it.
+The tests run in order: Ctrl-C stops it, then it is started again on the same
+database, and once more with ``--reset``.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import http.cookiejar
 import json
 import os
 import platform
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import django
@@ -41,6 +45,8 @@ class Demo:
     url: str
     port: int
     log: Path
+    # What the tests leave for the tests after them: a signed-in browser's cookies, ids.
+    kept: dict = field(default_factory=dict)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -118,34 +124,82 @@ def stop(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("demo")
-    port = free_port()
+def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "demo.log"
+               ) -> Demo:
+    """``./scripts/demo`` with its database in ``directory``, answering on ``port``."""
     env = {**os.environ, "DWF_DEMO_PORT": str(port),
            "DWF_DEMO_DB": str(directory / "demo.sqlite3"), "PYTHONUNBUFFERED": "1",
            "DWF_DEMO_PYTHON": sys.executable}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the tests' settings are not the demo's
-    log = directory / "demo.log"
+    log = directory / log_name
     with log.open("wb") as output:
-        process = subprocess.Popen([str(ROOT / "scripts" / "demo")], cwd=ROOT, env=env,
-                                   stdin=subprocess.DEVNULL, stdout=output,
+        process = subprocess.Popen([str(ROOT / "scripts" / "demo"), *arguments], cwd=ROOT,
+                                   env=env, stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     running = Demo(process, f"http://127.0.0.1:{port}", port, log)
     try:
         wait_until(lambda: server_answers(running.url), seconds=START_DEADLINE,
                    what="the demo's server did not answer", demo=running)
+    except BaseException:
+        stop_demo(running)
+        raise
+    return running
+
+
+def stop_demo(demo: Demo, *, at_once: bool = False) -> None:
+    """Ctrl-C, and whatever is left of the demo's session killed; ``at_once``: kill it all
+    (Ctrl-C lets a running slow payment go on for up to 15 s)."""
+    if at_once:
+        for pid in session_processes(demo.process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    if demo.process.poll() is None:
+        stop(demo.process, signal.SIGINT)
+        try:
+            demo.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            stop(demo.process, signal.SIGKILL)
+            demo.process.wait(timeout=10)
+    for pid in session_processes(demo.process.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory):
+    return tmp_path_factory.mktemp("demo")
+
+
+@pytest.fixture(scope="module")
+def demo(directory):
+    running = start_demo(directory, free_port())
+    try:
         yield running
     finally:
-        if process.poll() is None:  # a test failed before stopping it
-            stop(process, signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                stop(process, signal.SIGKILL)
-                process.wait(timeout=10)
-        for pid in session_processes(process.pid):
-            os.kill(pid, signal.SIGKILL)
+        stop_demo(running)  # a test failed before stopping it
+
+
+def signed_in(demo: Demo, username: str, password: str) -> urllib.request.OpenerDirector:
+    """A browser's session: the login form sent with its CSRF token; the cookies kept."""
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with browser.open(demo.url + "/accounts/login/", timeout=30) as form:
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"',
+                          form.read().decode())[1]
+    body = urllib.parse.urlencode({"username": username, "password": password,
+                                   "csrfmiddlewaretoken": token}).encode()
+    with browser.open(demo.url + "/accounts/login/", data=body, timeout=30) as answer:
+        assert answer.url == demo.url + "/wizard/", "the login was refused"
+    return browser
+
+
+def status_for(browser: urllib.request.OpenerDirector, url: str) -> int:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    try:
+        with browser.open(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 def test_the_demo_prints_where_the_admin_the_wizard_and_the_api_are(demo):
@@ -180,6 +234,7 @@ def test_a_demo_customer_walks_the_wizard_through_the_api(demo):
                               {"workflow": "onboarding", "start": True})
     assert status == 201, onboarding
     path = f"/api/instances/{onboarding['id']}/"
+    demo.kept["onboarding"] = path
 
     def fill(instance_path, **values):
         _, current = call(demo, "GET", instance_path)
@@ -231,7 +286,7 @@ def test_the_worker_runs_the_slow_payment_showing_its_progress(demo):
                          what="the slow order's payment showed no progress")
 
     assert payment["progress"]["message"] == "Waiting for the bank to confirm"
-    assert payment["progress"]["total"] == 40
+    assert payment["progress"]["total"] == 300  # five minutes: time to watch it in the admin
 
 
 def test_the_worker_finishes_the_rollback_of_a_failed_order(demo):
@@ -250,6 +305,13 @@ def test_the_worker_finishes_the_rollback_of_a_failed_order(demo):
     assert types[types.index("rollback"):].count("compensate") == types.count("compensate")
 
 
+def test_a_signed_in_customer_reads_the_api_with_the_session(demo):
+    browser = signed_in(demo, *ALICE)
+
+    assert status_for(browser, demo.url + "/api/instances/") == 200
+    demo.kept["browser"] = browser
+
+
 def test_ctrl_c_stops_the_server_and_the_worker_and_leaves_no_process(demo):
     assert len(session_processes(demo.process.pid)) > 2  # the script, runserver, qcluster
 
@@ -261,3 +323,33 @@ def test_ctrl_c_stops_the_server_and_the_worker_and_leaves_no_process(demo):
         time.sleep(0.2)
     assert [command_line(pid) for pid in left] == []
     assert not server_answers(demo.url)
+
+
+def test_started_again_it_keeps_the_data_the_passwords_and_the_signed_in_sessions(
+        demo, directory):
+    again = start_demo(directory, demo.port, log_name="again.log")
+    try:
+        output = wait_until(lambda: "Ctrl-C stops it" in again.output() and again.output(),
+                            seconds=30, what="the demo did not say where it runs", demo=again)
+
+        assert "none were created" in output
+        assert call(again, "GET", demo.kept["onboarding"])[1]["status"] == "completed"
+        assert status_for(demo.kept["browser"], again.url + "/api/instances/") == 200
+        assert call(again, "GET", "/api/instances/", user=OPERATOR)[0] == 200
+    finally:
+        stop_demo(again, at_once=True)
+
+
+def test_reset_starts_afresh_with_the_demo_data(demo, directory):
+    fresh = start_demo(directory, demo.port, "--reset", log_name="reset.log")
+    try:
+        output = wait_until(lambda: "Ctrl-C stops it" in fresh.output() and fresh.output(),
+                            seconds=30, what="the demo did not say where it runs", demo=fresh)
+
+        assert f"==> reset: {directory / 'demo.sqlite3'} removed" in output
+        assert "Created demo workflow instances:" in output
+        assert call(fresh, "GET", demo.kept["onboarding"])[0] == 404  # gone with the old data
+        assert status_for(demo.kept["browser"], fresh.url + "/api/instances/") == 401
+        assert order_numbered(fresh, "D-1004")["status"] == "running"  # the slow order, anew
+    finally:
+        stop_demo(fresh, at_once=True)

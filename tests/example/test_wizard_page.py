@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from django_workflows import services
+from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import Customer
 from tests.factories import UserFactory
@@ -33,8 +34,12 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, live_server, transactional_db):
-    UserFactory(username="ann", password=PASSWORD)
+def customer(transactional_db):
+    return UserFactory(username="ann", password=PASSWORD)
+
+
+@pytest.fixture
+def page(browser, live_server, customer):
     context = browser.new_context(base_url=live_server.url)
     context.set_default_timeout(10_000)
     page = context.new_page()
@@ -132,3 +137,125 @@ def test_a_reloaded_page_continues_where_the_customer_left_off(page):
     page.click("#resume")
 
     on_screen(page, "plan")
+
+
+# -- the commands that apply, and whose errors are shown ------------------------------------
+
+
+def buttons(page):
+    """The command buttons the page shows."""
+    return [name for name in ("back", "skip", "next") if page.is_visible(f"#{name}")]
+
+
+def to_the_review(page):
+    page.click("#start")
+    on_screen(page, "profile")
+    page.fill("#name", "Ann Lee")
+    page.fill("#email", "ann@example.com")
+    page.click("#next")
+    on_screen(page, "plan")
+    page.click("#skip")
+    on_screen(page, "document")
+    page.fill("#document_number", "L01X00T47")
+    page.click("#next")
+    on_screen(page, "review")
+    return page.url.split("instance=")[1]
+
+
+def shown_revisions(onboarding_id):
+    onboarding = WorkflowInstance.objects.get(pk=onboarding_id)
+    child = WorkflowInstance.objects.get(pk=onboarding.nested_id)
+    return f"{onboarding.revision} {child.revision}"
+
+
+def test_each_screen_shows_the_commands_that_apply_and_no_others(page, operator):
+    page.click("#start")
+    on_screen(page, "profile")
+    assert buttons(page) == ["next"]  # nothing to go back to; the details cannot be skipped
+    page.fill("#name", "Ann Lee")
+    page.fill("#email", "ann@example.com")
+    page.click("#next")
+    on_screen(page, "plan")
+    assert buttons(page) == ["back", "skip", "next"]
+    page.click("#skip")
+    on_screen(page, "document")
+    assert buttons(page) == ["back", "next"]  # the identity check is not skippable
+    page.fill("#document_number", "L01X00T47")
+    page.click("#next")
+    on_screen(page, "review")
+    assert buttons(page) == ["back"]  # next waits for the operator's decision (a task)
+    screenshot(page, "wizard-buttons-review")
+
+    onboarding_id = page.url.split("instance=")[1]
+    child = WorkflowInstance.objects.get(parent_id=onboarding_id)
+    services.complete(child, input={"decision": "approved"}, user=operator)
+    on_screen(page, "confirm")
+    assert buttons(page) == ["back", "next"]
+    assert page.text_content("#next") == "Open my account"
+
+
+def test_an_onboarding_made_but_not_started_starts_from_its_page(page, customer):
+    onboarding = services.create("onboarding", user=customer)  # idle: only start applies
+
+    page.goto(f"/wizard/?instance={onboarding.pk}")
+    on_screen(page, "start")
+    assert page.is_visible("#start") and page.is_hidden("#resume")
+    page.click("#start")
+    on_screen(page, "profile")
+
+    onboarding.refresh_from_db()
+    assert (onboarding.status, onboarding.current_step) == ("running", "profile")
+    assert WorkflowInstance.objects.filter(workflow="onboarding").count() == 1
+
+
+def test_the_customer_is_not_shown_an_error_of_the_operators_command(page, operator):
+    onboarding_id = to_the_review(page)
+    child = WorkflowInstance.objects.get(parent_id=onboarding_id)
+    # The operator records a rejection without its reason in the identity check's state and
+    # presses Validate in the admin: refused, the error stored on the check (blocked).
+    services.update_state(child, lambda state: {**state, "review": {"decision": "rejected"}},
+                          user=operator)
+    with pytest.raises(WorkflowNotMoved):
+        services.validate(child, user=operator)
+    child.refresh_from_db()
+    assert (child.status, child.errors) == ("blocked", ["reason: Say why the document is "
+                                                        "rejected"])
+
+    # The page polls while the review runs: it shows the check as it is now, without the error.
+    page.wait_for_selector(f'#wizard[data-revisions="{shown_revisions(onboarding_id)}"]')
+    on_screen(page, "review")
+    screenshot(page, "wizard-operators-error-not-shown")
+    assert page.is_hidden("#form-errors")
+    assert "Say why" not in page.inner_text("#wizard")
+    assert buttons(page) == ["back"]
+
+    services.complete(child, input={"decision": "approved"}, user=operator)
+    on_screen(page, "confirm")
+    assert "Say why" not in page.inner_text("#wizard")
+
+
+def test_an_error_about_a_field_on_the_screen_is_shown_whoever_met_it(page, customer, operator):
+    onboarding = services.create("onboarding", user=customer, start=True)
+    services.update_state(onboarding, lambda state: {**state, "name": "Ann Lee",
+                                                     "email": "ann-at-example"}, user=operator)
+    with pytest.raises(WorkflowNotMoved):
+        services.next(onboarding, user=operator)  # stored on the onboarding: blocked
+
+    page.goto(f"/wizard/?instance={onboarding.pk}")
+    on_screen(page, "profile")
+
+    assert page.text_content("#email-error") == "Enter an email address such as ann@example.com"
+    assert buttons(page) == ["next"]  # fixing the email and sending the form goes on
+    page.fill("#email", "ann@example.com")
+    page.click("#next")
+    on_screen(page, "plan")
+
+
+def test_the_customer_sees_every_error_of_their_own_command(page):
+    page.click("#start")
+    on_screen(page, "profile")
+    page.click("#next")  # nothing filled in
+
+    page.wait_for_selector("#email-error:not([hidden])")
+    assert page.text_content("#name-error") == "Enter your name"
+    assert page.text_content("#email-error") == "Enter an email address such as ann@example.com"

@@ -1,13 +1,15 @@
 """``manage.py workflows_demo_data``: demo users, stock, and workflow instances in every status.
 
-Run it as often as you like: users are created once (their demo passwords are
-set again and printed), instances only when the demo users own none yet.
+Run it as often as you like: users are created once, with their demo passwords
+(printed each time, never set again: a restart logs nobody out), instances only
+when the demo users own none yet.
 
 Most instances are moved to where they stand here and now, with their
 background work run in this process. Two are left to the workers on purpose,
 so the demo shows live work: an order whose bank is slow (its payment runs
-with progress for ``SLOW_LATENCY`` seconds once a worker picks it up), and a
-failed order being rolled back.
+with progress for ``SLOW_LATENCY`` seconds, five minutes in the demo, once a
+worker picks it up), and a failed order being rolled back. The home page starts
+the tour's live cases again (:mod:`example_project.shop.tour`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django_workflows.conf import IMMEDIATE_RUNNER, workflow_settings
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import StockItem
+from example_project.shop.tour import expense, order, slow_order
 
 # username, password, operator (staff, in the back-office groups)
 BACK_OFFICE_GROUPS = ("operators", "managers")
@@ -35,26 +38,6 @@ USERS = [("operator", "operator-demo", True), ("alice", "alice-demo", False),
 STOCK = [("MUG", "Mug", 1290), ("TEE", "T-shirt", 1990), ("CAP", "Cap", 1490),
          ("POSTER", "Poster", 990)]
 STATUSES = ["idle", "running", "blocked", "failed", "rolling-back", "cancelled", "completed"]
-
-
-def order(number: str, customer: Any, *, country: str = "DE",
-          payment_method: str = "pm_card_ok") -> dict[str, Any]:
-    name = customer.get_username().title()
-    return {
-        "order_number": number,
-        "customer": {"name": name, "email": f"{customer.get_username()}@example.com"},
-        "items": [{"sku": "MUG", "quantity": 2},
-                  {"sku": "POSTER", "quantity": 1}],
-        "payment_method": payment_method, "currency": "EUR",
-        "address": {"name": name, "street": "Main Street 1", "city": "Springfield",
-                    "postcode": "12345", "country": country},
-    }
-
-
-def expense(employee: Any, amount: float, description: str, **changes: Any) -> dict[str, Any]:
-    return {"employee": employee.get_username(), "amount": amount, "currency": "EUR",
-            "category": "travel", "description": description,
-            "receipt": "receipts/demo.pdf", **changes}
 
 
 @contextmanager
@@ -197,13 +180,14 @@ class Command(BaseCommand):
     def orders(self, operator: Any, alice: Any, bob: Any) -> None:
         # Completed: paid, prepared, shipped, emailed.
         services.create("order-fulfilment", state=order("D-1001", alice), owner=alice,
-                        user=operator, start=True)
+                        user=operator, start=True, reference="D-1001")
         # Blocked: the card was declined; someone must give another one.
         services.create("order-fulfilment", owner=alice, user=operator, start=True,
+                        reference="D-1002",
                         state=order("D-1002", alice, payment_method="pm_card_declined"))
         # Failed: no courier delivers to Iceland (the stock was reserved, the card charged).
         services.create("order-fulfilment", state=order("D-1003", bob, country="IS"),
-                        owner=bob, user=operator, start=True)
+                        owner=bob, user=operator, start=True, reference="D-1003")
 
     def expenses(self, operator: Any, alice: Any, bob: Any) -> None:
         claim = services.create  # an employee's claim, submitted with next
@@ -239,11 +223,11 @@ class Command(BaseCommand):
             self.stdout.write("No background workers (the immediate runner is configured): "
                               "the slow order and the rollback are left out.")
             return
-        services.create("order-fulfilment", owner=bob, user=operator, start=True,
-                        state=order("D-1004", bob, payment_method="pm_card_slow"))
+        slow_order(bob, operator)  # D-1004
         with work_runs_here():
             failed = services.create("order-fulfilment", owner=alice, user=operator,
-                                     start=True, state=order("D-1005", alice, country="NO"))
+                                     start=True, reference="D-1005",
+                                     state=order("D-1005", alice, country="NO"))
         services.rollback(failed, user=operator)
 
     def summary(self, users: dict[str, Any]) -> None:

@@ -6,6 +6,11 @@
 // sent to the onboarding; during the identity check the onboarding passes it on to
 // its nested child instance, whose form is shown instead. Validation messages that
 // start with a field name ("email: ...") are shown beside that field.
+//
+// The buttons are the onboarding's commands that apply now, as the API's "actions"
+// say. A person sees the errors of their own command, and otherwise only those about a
+// field on the screen: state they can fix. (An operator's refused command on the
+// identity check is not the customer's to read.)
 (function () {
   "use strict";
 
@@ -22,6 +27,7 @@
   let child = null; // its identity check, while that step runs
   let childTag = null;
   let pollTimer = null;
+  let ownCommand = false; // the screen is the answer to this person's own command
 
   const $ = (selector, element = document) => element.querySelector(selector);
   const $$ = (selector, element = document) => Array.from(element.querySelectorAll(selector));
@@ -64,7 +70,7 @@
 
   // The screen to show: a step of the onboarding, or of its identity check.
   function screen() {
-    if (!parent) return "start";
+    if (!parent || parent.status === "idle") return "start";
     if (parent.status === "completed") return "done";
     if (["failed", "cancelled"].includes(parent.status)) return "stopped";
     if (child && !["completed", "cancelled"].includes(child.status)) return child.current_step;
@@ -88,6 +94,27 @@
     const box = $("#form-errors");
     box.textContent = messages.join(" ");
     box.hidden = messages.length === 0;
+  }
+
+  // What the person can act on: after their own command every error it met; otherwise
+  // the errors about a field on this screen, whoever's command stored them.
+  function errorsFor(section, messages) {
+    if (ownCommand) return messages;
+    return messages.filter((message) => {
+      const match = FIELD_MESSAGE.exec(message);
+      return match && section && $$(`[name="${match[1]}"]`, section).length > 0;
+    });
+  }
+
+  // A command the onboarding would accept now. Next also applies when only the step's
+  // validation stands in the way and the screen has the fields to fix it (sending the
+  // form saves them first; a blocked step is unblocked by the save).
+  function applies(name, section) {
+    const verdict = parent.actions[name];
+    if (verdict.allowed) return true;
+    if (name !== "next" || !section || !$$("input, select", section).length) return false;
+    return [parent.actions.next, parent.actions.validate]
+      .some((refusal) => refusal.code === "validation_failed");
   }
 
   // Each "field: message" beside its field on the current screen; the rest on top.
@@ -158,12 +185,13 @@
     if (onForm) {
       const section = $(`[data-screen="${name}"]`);
       fill(section, edited().state);
-      showErrors(edited().errors);
-      const canGoBack = parent.history.length > 1 || (child && child.history.length > 1);
-      $("#back").hidden = !canGoBack;
-      $("#skip").hidden = name !== "plan";
-      $("#next").hidden = name === "review";
+      showErrors(errorsFor(section, edited().errors));
+      for (const command of ["back", "skip", "next"]) $(`#${command}`).hidden = !applies(command, section);
       $("#next").textContent = name === "confirm" ? "Open my account" : "Next";
+    }
+    if (name === "start") {
+      // An onboarding made but not started yet (say, by the back office) starts here.
+      $("#start").hidden = !!parent && !parent.actions.start.allowed;
     }
     if (name === "confirm") {
       $("#summary-name").textContent = parent.state.name;
@@ -183,6 +211,7 @@
       }));
     }
     root.dataset.showing = name; // for tests and styling
+    root.dataset.revisions = [parent, child].filter(Boolean).map((shown) => shown.revision).join(" ");
     poll(name === "review");
   }
 
@@ -192,7 +221,12 @@
   // what the command's refusal said, unless it is in the instances' errors already.
   async function settle(answer) {
     await load(parent.id);
-    render();
+    ownCommand = true;
+    try {
+      render();
+    } finally {
+      ownCommand = false;
+    }
     if (answer.status === 409 && answer.data && answer.data.code === "validation_failed") return;
     if (answer.status === 412) {
       showGeneral(["Your application was changed in another window; this is how it stands now."]);
@@ -228,6 +262,10 @@
   }
 
   async function start() {
+    if (parent && parent.status === "idle") {
+      await command("start");
+      return;
+    }
     const answer = await request("POST", "instances/", { workflow: WORKFLOW, start: true });
     if (answer.status !== 201) {
       showGeneral([answer.data && answer.data.detail ? answer.data.detail : `Error ${answer.status}`]);

@@ -1,0 +1,317 @@
+"""A newcomer follows docs/quickstart.md to the letter, in a new folder, block by block.
+
+The blocks are read from the page itself, so the test breaks when the page does. Each
+block says what it is in its first line, and the test does with it what a reader does:
+
+* a ``sh`` block's lines are run; ``pip install`` is checked instead (the extras it names
+  must be installed in this interpreter, which the project uses), ``qcluster`` and
+  ``runserver`` are started and left running (the server on a free port, not 8000), and
+  ``createsuperuser`` is answered through its ``DJANGO_SUPERUSER_*`` variables;
+* ``# path`` writes that file, ``# path (add to the end)`` appends to it, and
+  ``# python manage.py shell`` is typed into the shell;
+* an ``http`` request is sent to the server as the superuser (HTTP Basic), and the ``json``
+  block after it is the part of the answer that must come back: a ``GET`` is asked again
+  until it does (the worker runs meanwhile), any other request must answer it at once.
+
+Real processes throughout: ``django-admin startproject``, ``migrate``, a ``qcluster`` and a
+``runserver``, with this test run's interpreter, stopped in the end whatever happened.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.cookiejar
+import importlib.metadata
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.needs_api, pytest.mark.needs_q2]
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICKSTART = ROOT / "docs" / "quickstart.md"
+DISTRIBUTION = "django-durable-workflows"
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+APPEND = " (add to the end)"
+DEADLINE = 30  # seconds for the worker, and for a server to answer
+SUPERUSER = {"DJANGO_SUPERUSER_USERNAME": "admin", "DJANGO_SUPERUSER_EMAIL": "admin@example.com",
+             "DJANGO_SUPERUSER_PASSWORD": "a long quickstart password"}
+
+
+def code_blocks(page: Path) -> list[tuple[str, str]]:
+    return BLOCK.findall(page.read_text())
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def missing_from_extras(extras: list[str]) -> list[str]:
+    """What ``pip install ...[extras]`` would install and this interpreter lacks."""
+    from packaging.requirements import Requirement
+
+    declared = importlib.metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
+    missing = [f"the extra [{extra}] (not declared)" for extra in extras if extra not in declared]
+    for text in importlib.metadata.requires(DISTRIBUTION) or []:
+        requirement = Requirement(text)
+        if requirement.marker is None or not any(
+                requirement.marker.evaluate({"extra": extra}) for extra in extras):
+            continue
+        try:
+            importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(requirement.name)
+    return missing
+
+
+def contains(answer: Any, expected: Any) -> bool:
+    """Whether ``answer`` has every key ``expected`` shows, with its value."""
+    if isinstance(expected, dict):
+        return isinstance(answer, dict) and all(
+            key in answer and contains(answer[key], value) for key, value in expected.items())
+    if isinstance(expected, list):
+        return isinstance(answer, list) and len(answer) == len(expected) and all(
+            contains(a, e) for a, e in zip(answer, expected, strict=True))
+    return answer == expected
+
+
+class Newcomer:
+    """Someone with a new folder, a terminal, this page and nothing else."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        # Nothing of this test run's own configuration: only its interpreter, first on PATH.
+        self.env = {key: value for key, value in os.environ.items()
+                    if not key.startswith(("DWF_", "PYTEST_", "DJANGO_", "DATABASE_URL"))}
+        self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env['PATH']}"
+        self.background: list[tuple[subprocess.Popen, Path, bool]] = []
+        self.url = ""
+        self.id = ""  # the instance the HTTP requests are about
+        self.did: list[str] = []
+
+    # -- the terminal ------------------------------------------------------------------------
+
+    def run(self, command: str, stdin: str | None = None, env: dict[str, str] | None = None
+            ) -> str:
+        done = subprocess.run(command, shell=True, cwd=self.root, env={**self.env, **(env or {})},
+                              input=stdin, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, (
+            f"`{command}` failed ({done.returncode}):\n{stdin or ''}\n{done.stdout}\n"
+            f"{done.stderr}{self.logs()}")
+        return done.stdout
+
+    def start(self, command: str, *, stops_its_children: bool = False) -> None:
+        """A command that runs until it is stopped, in a process group of its own."""
+        log = self.root / f"background-{len(self.background)}.log"
+        with log.open("w") as output:
+            process = subprocess.Popen(f"exec {command}", shell=True, cwd=self.root,
+                                       env=self.env, stdout=output, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        self.background.append((process, log, stops_its_children))
+
+    def logs(self) -> str:
+        return "".join(f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}"
+                       for _, log, _ in self.background)
+
+    def stop(self) -> None:
+        """Stop every background process, its children included; no orphan left."""
+        for process, _, stops_its_children in self.background:
+            # qcluster stops its workers itself; signalled with them, its sentinel dies first
+            # and it waits for ever. The server's autoreloader leaves its child behind.
+            if stops_its_children:
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGTERM)
+            else:
+                with_group(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for process, _, _ in self.background:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            with_group(process.pid, signal.SIGKILL)  # what is left of its group
+            process.wait(timeout=10)
+
+    # -- what a block asks for ----------------------------------------------------------------
+
+    def shell_line(self, line: str) -> None:
+        words = shlex.split(line, comments=True)
+        if not words:
+            return
+        command = shlex.join(words)  # without its comment
+        if words[:2] == ["pip", "install"]:
+            extras = [extra for word in words[2:]
+                      for extra in re.findall(r"\[([^\]]+)\]", word)[-1:]]
+            extras = [name.strip() for group in extras for name in group.split(",")]
+            assert extras, f"`{line}`: which extras?"
+            assert missing_from_extras(extras) == [], f"`{line}` would install these"
+            self.did.append(f"pip install [{','.join(extras)}]")
+        elif words[-1] == "qcluster":
+            self.start(command, stops_its_children=True)
+            self.did.append("qcluster")
+        elif words[-1] == "runserver":
+            port = free_port()
+            self.start(f"{command} 127.0.0.1:{port}")
+            self.url = f"http://127.0.0.1:{port}"
+            self.wait_for(lambda: self.answers("/admin/login/"), "the server did not answer")
+            self.did.append("runserver")
+        elif words[-1] == "createsuperuser":
+            self.run(f"{command} --noinput", env=SUPERUSER)
+            self.did.append("createsuperuser")
+        else:
+            self.run(command)
+            self.did.append(words[0] if words[0] != "python" else " ".join(words[1:3]))
+
+    def file(self, language: str, code: str) -> None:
+        first = code.splitlines()[0]
+        if first == "# python manage.py shell":
+            self.run("python manage.py shell", stdin=code)
+            self.did.append("shell")
+            return
+        name = first[2:]
+        if name.endswith(APPEND):
+            path = self.root / name.removesuffix(APPEND)
+            assert path.exists(), f"{name}: there is no such file to add to"
+            with path.open("a") as text:
+                text.write("\n" + code)
+        else:
+            path = self.root / name
+            assert path.parent.is_dir(), f"{name}: its folder is made by no step before it"
+            path.write_text(code)
+        self.did.append(f"{language} {name}")
+
+    def request(self, message: str, expected: dict[str, Any]) -> None:
+        head, _, body = message.partition("\n\n")
+        [request_line, *header_lines] = head.splitlines()
+        method, path = request_line.split()
+        headers = dict(line.split(": ", 1) for line in header_lines)
+        path = path.replace("<id>", self.id)
+
+        def shown() -> Any:
+            answer = self.call(method, path, headers, body.strip())[1]
+            return answer if contains(answer, expected) else None
+
+        if method == "GET":  # asked again until the answer is what the page shows
+            answer = self.wait_for(shown, f"GET {path} never answered {expected}")
+        else:
+            status, answer = self.call(method, path, headers, body.strip())
+            assert 200 <= status < 300 and contains(answer, expected), (
+                f"{method} {path} answered {status}:\n{json.dumps(answer, indent=1)}\n"
+                f"not {expected}{self.logs()}")
+        if method == "POST" and path == "/api/instances/":
+            self.id = answer["id"]
+        self.did.append(f"{method} {path.replace(self.id, '<id>') if self.id else path}")
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    def call(self, method: str, path: str, headers: dict[str, str], body: str = ""
+             ) -> tuple[int, Any]:
+        user = f"{SUPERUSER['DJANGO_SUPERUSER_USERNAME']}:{SUPERUSER['DJANGO_SUPERUSER_PASSWORD']}"
+        request = urllib.request.Request(self.url + path, method=method,
+                                         data=body.encode() if body else None, headers={
+            **headers, "Accept": "application/json",
+            "Authorization": "Basic " + base64.b64encode(user.encode()).decode()})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def answers(self, path: str) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def wait_for(self, check: Any, what: str) -> Any:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            if value := check():
+                return value
+            for process, _, _ in self.background:
+                assert process.poll() is None, f"{process.args} stopped{self.logs()}"
+            time.sleep(0.2)
+        raise AssertionError(f"{what} within {DEADLINE}s{self.logs()}")
+
+    def admin_session(self) -> urllib.request.OpenerDirector:
+        """The superuser signed in to the admin, as in a browser."""
+        jar = http.cookiejar.CookieJar()
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        with browser.open(self.url + "/admin/login/", timeout=30) as form:
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"',
+                              form.read().decode())[1]
+        body = urllib.parse.urlencode({
+            "username": SUPERUSER["DJANGO_SUPERUSER_USERNAME"],
+            "password": SUPERUSER["DJANGO_SUPERUSER_PASSWORD"],
+            "csrfmiddlewaretoken": token, "next": "/admin/"}).encode()
+        with browser.open(self.url + "/admin/login/", data=body, timeout=30) as answer:
+            assert answer.url == self.url + "/admin/", "the admin refused the superuser"
+        return browser
+
+
+def with_group(group: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(group, sig)
+
+
+def follow(newcomer: Newcomer, blocks: list[tuple[str, str]]) -> None:
+    """Every block of the page, in order."""
+    position = 0
+    while position < len(blocks):
+        language, code = blocks[position]
+        position += 1
+        if language == "sh":
+            for line in code.splitlines():
+                newcomer.shell_line(line)
+        elif language in ("python", "ini") and code.startswith("# "):
+            newcomer.file(language, code)
+        elif language == "http":
+            answer_language, answer = blocks[position] if position < len(blocks) else ("", "")
+            assert answer_language == "json", f"no json answer after the request:\n{code}"
+            position += 1
+            newcomer.request(code, json.loads(answer))
+        else:
+            raise AssertionError(f"The test does not know what to do with this {language!r} "
+                                 f"block; say what it is in its first line:\n{code}")
+
+
+def test_a_newcomer_follows_the_quickstart_to_the_letter(tmp_path):
+    if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        pytest.skip("The quickstart's project has its own SQLite database, whatever this run's "
+                    "is: it runs in the SQLite pass")
+    newcomer = Newcomer(tmp_path)
+    try:
+        follow(newcomer, code_blocks(QUICKSTART))
+
+        # What the page says is there, without a block of its own.
+        assert newcomer.call("GET", "/api/schema/?format=json", {})[1]["openapi"] \
+            .startswith("3.")
+        with newcomer.admin_session().open(
+                newcomer.url + "/admin/django_workflows/workflowinstance/", timeout=30) as page:
+            assert newcomer.id[:8] in page.read().decode(), "the admin lists the sign-up"
+    finally:
+        newcomer.stop()
+
+    assert newcomer.did[:3] == ["pip install [api,q2]", "django-admin",
+                                "manage.py startapp"]
+    for step in ("manage.py migrate", "qcluster", "createsuperuser", "runserver",
+                 "POST /api/instances/", "GET /api/instances/<id>/", "pip install [pytest]",
+                 "pytest"):
+        assert step in newcomer.did, f"the page no longer says to do {step}: {newcomer.did}"
+    assert newcomer.did.count("POST /api/instances/<id>/next/") == 3
