@@ -1,4 +1,4 @@
-"""The test settings with the ``REST_FRAMEWORK`` of the quickstart: authentication classes only.
+"""The test settings with a project's own REST_FRAMEWORK that names authentication classes only.
 
 DRF's defaults for the rest: its own AutoSchema as ``DEFAULT_SCHEMA_CLASS``, its
 exception handler, its renderers. For tests that run in a process of their own:
