@@ -89,10 +89,18 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
 
 
 def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
-    """The event timeline, newest first, one page of it."""
-    events = instance.events.select_related("actor").order_by("-sequence")
+    """The event timeline, newest first, one page of it, as of the instance row read.
+
+    Only the events up to the row's ``last_event`` (they are written with it, in one
+    transaction): an event committed after the row was read is neither counted nor
+    listed, so the count and the rows always agree with each other and with the rest
+    of the page.
+    """
+    events = (instance.events.filter(sequence__lte=instance.last_event)
+              .select_related("actor").order_by("-sequence"))
     paginator = Paginator(events, EVENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("events_page"))
+    page.object_list = list(page.object_list)
     for event in page.object_list:
         event.data_json = json.dumps(event.data, ensure_ascii=False) if event.data else ""
     return page
@@ -110,8 +118,10 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
                  .order_by("-created_at")[:TASKS_SHOWN])
     for task in tasks:
         task.url = reverse("admin:django_workflows_workflowtask_change", args=[task.pk])
+    step = definition.steps_by_id.get(instance.current_step) if definition else None
     return {
         "instance": instance, "definition": definition, "tasks": tasks,
+        "current_step_title": step.title if step is not None else "",
         "diagram": diagram(definition, instance),
         "operations": operations,
         "has_live_work": any(row["in_flight"] for row in operations)

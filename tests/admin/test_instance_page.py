@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from django_workflows import clock, services
+from django_workflows.admin.pages import events_page
 from django_workflows.engine import Progress
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.worker import DatabaseSink
@@ -197,6 +198,37 @@ def test_event_timeline_is_paginated(root_client):
     assert "page 1 of 2" in first and "older &rsaquo;" in first
     later = [int(n) for n in re.findall(r'<tr class="dwf-event[^"]*"><td>(\d+)</td>', second)]
     assert later == list(range(instance.last_event - 25, 0, -1))
+
+
+def test_event_timeline_counts_and_lists_the_events_of_the_row_it_read(rf, superuser):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True)
+    read = WorkflowInstance.objects.get(pk=instance.pk)
+    services.next(instance)  # committed after the page read the row, before its events
+    request = rf.get("/")
+    request.user = superuser
+
+    events = events_page(request, read)
+
+    assert events.paginator.count == read.last_event == len(events.object_list)
+    assert [e.sequence for e in events.object_list] == list(range(read.last_event, 0, -1))
+
+
+def test_event_times_show_seconds(root_client):
+    events = section(page(root_client, WorkflowInstanceFactory(started=True)), "dwf-events")
+
+    times = re.findall(r'<td class="dwf-event-time"><time datetime="[^"]+">([^<]+)</time>', events)
+    assert times and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t) for t in times)
+
+
+def test_page_of_a_completed_instance_marks_no_step_current(root_client):
+    instance = WorkflowInstanceFactory(workflow="admin-undo", started=True,
+                                       commands=["next", "next", "next"])
+    assert WorkflowInstance.objects.get(pk=instance.pk).status == "completed"
+
+    content = page(root_client, instance)
+
+    assert marks(content) == {"draft": "completed", "send": "completed", "sent": "completed"}
+    assert "Last step" in section(content, "dwf-summary")
 
 
 def test_event_timeline_names_the_actor(operator):
