@@ -37,13 +37,38 @@ def diagram(definition: Workflow | None, instance: WorkflowInstance | None = Non
     return mark_safe(to_svg(definition, marks))  # to_svg escapes every text it draws
 
 
-def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
-                    ) -> list[dict[str, Any]]:
+# How a rollback's record of an operation's undo reads, beside the operation.
+UNDONE = {"done": "rolled back", "running": "rolling back", "failed": "rollback failed",
+          "pending": None}
+
+
+def _undone(instance: WorkflowInstance) -> dict[tuple[str, ...], str]:
+    """The operations a rollback undid or is undoing, by their path of ids."""
+    plan = instance.snap.rollback
+    return {(*item.path, item.target): UNDONE[item.status]
+            for item in (plan.items if plan else ()) if item.kind == "operation"
+            and UNDONE[item.status]}
+
+
+def _outcome(op: engine.OperationSnapshot, undone: str | None) -> str | None:
+    """What became of an operation that is no longer in flight; None while it is."""
+    if undone:
+        return undone
+    if op.in_flight:
+        return None
+    return "not started" if op.status == "idle" else op.status
+
+
+def _operation_rows(definition: Workflow | None, operations: list[LiveOperation],
+                    undone: dict[tuple[str, ...], str] | None = None) -> list[dict[str, Any]]:
     rows = []
+    undone = undone or {}
     now = clock.now()
-    pending = [(live.operation, 0) for live in reversed(operations)]
+    pending: list[tuple[engine.OperationSnapshot, int, tuple[str, ...]]] = [
+        (live.operation, 0, ()) for live in reversed(operations)]
     while pending:  # depth first, each operation's children after it
-        op, depth = pending.pop()
+        op, depth, parents = pending.pop()
+        outcome = _outcome(op, undone.get((*parents, op.id)))
         found = definition.find_operation(op.id) if definition else None
         progress = op.progress
         percent = None
@@ -56,14 +81,16 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
             "progress": progress, "percent": percent, "logs": list(op.logs[-LOG_LINES:]),
             "error": f"{op.error.name}: {op.error.message}" if op.error else "",
             "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
+            "outcome": outcome, "outcome_class": (outcome or "").replace(" ", "-"),
         })
-        pending += [(child, depth + 1) for child in reversed(op.children)]
+        pending += [(child, depth + 1, (*parents, op.id)) for child in reversed(op.children)]
     return rows
 
 
 def operations_of(instance: WorkflowInstance) -> list[dict[str, Any]]:
     """The operations (children indented after their parent), running ones live."""
-    return _operation_rows(registry.find(instance.workflow), live_operations(instance))
+    return _operation_rows(registry.find(instance.workflow), live_operations(instance),
+                           _undone(instance))
 
 
 def _branches(instance: WorkflowInstance) -> list[dict[str, Any]]:
@@ -81,7 +108,7 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
         "finished": instance.is_finished,
         "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
                                                    "percent", "logs", "error", "in_flight",
-                                                   "feedback")}
+                                                   "feedback", "outcome")}
                        | {"progress": asdict(row["progress"]) if row["progress"] else None}
                        for row in operations],
         "parallel": _branches(instance),
