@@ -10,6 +10,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
@@ -113,6 +114,17 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
                        for row in operations],
         "parallel": _branches(instance),
     }
+
+
+# The parts of the instance page that follow the instance (includes/<part>.html), in order.
+LIVE_PARTS = ("commands", "summary", "diagram", "tasks", "work", "state", "events")
+PARTS_TEMPLATE = "admin/django_workflows/workflowinstance/includes/{}.html"
+
+
+def live_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str, str]:
+    """The page's live parts drawn anew, as HTML, from one reading of the instance."""
+    return {part: render_to_string(PARTS_TEMPLATE.format(part), context, request)
+            for part in LIVE_PARTS}
 
 
 def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
