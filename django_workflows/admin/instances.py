@@ -39,7 +39,13 @@ from .forms import (
     unread_create_form,
     unread_state_form,
 )
-from .pages import change_url, definitions_context, instance_context, live_payload
+from .pages import (
+    change_url,
+    definitions_context,
+    instance_context,
+    live_parts,
+    live_payload,
+)
 from .request_limits import csrf_protect_within_limits, post_limit_problem
 from .sweep_banner import SweepBanner
 
@@ -276,37 +282,52 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
     def _instance_page(self, request: HttpRequest, instance: WorkflowInstance,
                        state_form: StateForm | None,
                        extra_context: dict[str, Any] | None) -> TemplateResponse:
+        definition = registry.find(instance.workflow)
+        context = self._context(
+            request, title=f"{definition.title if definition else instance.workflow} "
+                           f"{instance.name}",
+            original=instance, object_id=str(instance.pk),
+            has_delete_permission=self.has_delete_permission(request, instance),
+            **self._instance_values(request, instance, state_form), **(extra_context or {}))
+        return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",
+                                context)
+
+    def _instance_values(self, request: HttpRequest, instance: WorkflowInstance,
+                         state_form: StateForm | None) -> dict[str, Any]:
+        """What the page's live parts show: the page's first drawing and the live view's."""
         can_change = self.has_change_permission(request, instance)
         found = verdicts(self, request, instance)
         commands = buttons(found) if can_change else []
         if state_form is None:
             state_form = StateForm(initial={"state": pretty_json(instance.state),
                                             "revision": instance.revision})
-        definition = registry.find(instance.workflow)
-        context = self._context(
-            request, title=f"{definition.title if definition else instance.workflow} "
-                           f"{instance.name}",
-            original=instance, object_id=str(instance.pk), can_change=can_change,
-            commands=[b for b in commands if b.allowed],
-            unavailable=[b for b in commands if not b.allowed], state_form=state_form,
-            can_edit_state=found["update_state"].allowed,
-            skippable_operation=next(
+        return {
+            "can_change": can_change,
+            "commands": [b for b in commands if b.allowed],
+            "unavailable": [b for b in commands if not b.allowed], "state_form": state_form,
+            "can_edit_state": found["update_state"].allowed,
+            "skippable_operation": next(
                 (op.id for op in instance.snap.operations
                  if op.step == instance.current_step and op.status == "queued"), None)
             if found["skip_operation"].allowed else None,
-            has_delete_permission=self.has_delete_permission(request, instance),
-            **instance_context(request, instance), **(extra_context or {}))
-        return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",
-                                context)
+            **instance_context(request, instance)}
 
     def live_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
-        """Status, operations and branches as JSON, polled by the instance page."""
+        """Status, operations and branches as JSON, polled by the instance page.
+
+        With ``?revision=`` naming another revision than the instance's, also the page's
+        parts drawn anew (``parts``), which the page swaps all together.
+        """
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
             return JsonResponse({"detail": "No such workflow instance."}, status=404)
         if not self.has_view_or_change_permission(request, instance):
             return JsonResponse({"detail": "You may not view workflow instances."}, status=403)
-        return JsonResponse(live_payload(instance))
+        payload = live_payload(instance)
+        if request.GET.get("revision", str(instance.revision)) != str(instance.revision):
+            request.current_app = self.admin_site.name
+            payload["parts"] = live_parts(request, self._instance_values(request, instance, None))
+        return JsonResponse(payload)
 
     def definitions_view(self, request: HttpRequest) -> TemplateResponse:
         """The registered workflows with their diagrams and active instance counts."""

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
@@ -37,13 +38,37 @@ def diagram(definition: Workflow | None, instance: WorkflowInstance | None = Non
     return mark_safe(to_svg(definition, marks))  # to_svg escapes every text it draws
 
 
-def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
-                    ) -> list[dict[str, Any]]:
+# How a rollback's record of an operation's undo reads, beside the operation.
+UNDONE: dict[str, str | None] = {"done": "rolled back", "running": "rolling back",
+                                 "failed": "rollback failed", "pending": None}
+
+
+def _undone(instance: WorkflowInstance) -> dict[tuple[str, ...], str]:
+    """The operations a rollback undid or is undoing, by their path of ids."""
+    plan = instance.snap.rollback
+    return {(*item.path, item.target): undone for item in (plan.items if plan else ())
+            if item.kind == "operation" and (undone := UNDONE[item.status])}
+
+
+def _outcome(op: engine.OperationSnapshot, undone: str | None) -> str | None:
+    """What became of an operation that is no longer in flight; None while it is."""
+    if undone:
+        return undone
+    if op.in_flight:
+        return None
+    return "not started" if op.status == "idle" else op.status
+
+
+def _operation_rows(definition: Workflow | None, operations: list[LiveOperation],
+                    undone: dict[tuple[str, ...], str] | None = None) -> list[dict[str, Any]]:
     rows = []
+    undone = undone or {}
     now = clock.now()
-    pending = [(live.operation, 0) for live in reversed(operations)]
+    pending: list[tuple[engine.OperationSnapshot, int, tuple[str, ...]]] = [
+        (live.operation, 0, ()) for live in reversed(operations)]
     while pending:  # depth first, each operation's children after it
-        op, depth = pending.pop()
+        op, depth, parents = pending.pop()
+        outcome = _outcome(op, undone.get((*parents, op.id)))
         found = definition.find_operation(op.id) if definition else None
         progress = op.progress
         percent = None
@@ -56,14 +81,16 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
             "progress": progress, "percent": percent, "logs": list(op.logs[-LOG_LINES:]),
             "error": f"{op.error.name}: {op.error.message}" if op.error else "",
             "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
+            "outcome": outcome, "outcome_class": (outcome or "").replace(" ", "-"),
         })
-        pending += [(child, depth + 1) for child in reversed(op.children)]
+        pending += [(child, depth + 1, (*parents, op.id)) for child in reversed(op.children)]
     return rows
 
 
 def operations_of(instance: WorkflowInstance) -> list[dict[str, Any]]:
     """The operations (children indented after their parent), running ones live."""
-    return _operation_rows(registry.find(instance.workflow), live_operations(instance))
+    return _operation_rows(registry.find(instance.workflow), live_operations(instance),
+                           _undone(instance))
 
 
 def _branches(instance: WorkflowInstance) -> list[dict[str, Any]]:
@@ -81,18 +108,37 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
         "finished": instance.is_finished,
         "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
                                                    "percent", "logs", "error", "in_flight",
-                                                   "feedback")}
+                                                   "feedback", "outcome")}
                        | {"progress": asdict(row["progress"]) if row["progress"] else None}
                        for row in operations],
         "parallel": _branches(instance),
     }
 
 
+# The parts of the instance page that follow the instance (includes/<part>.html), in order.
+LIVE_PARTS = ("commands", "summary", "diagram", "tasks", "work", "state", "events")
+PARTS_TEMPLATE = "admin/django_workflows/workflowinstance/includes/{}.html"
+
+
+def live_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str, str]:
+    """The page's live parts drawn anew, as HTML, from one reading of the instance."""
+    return {part: render_to_string(PARTS_TEMPLATE.format(part), context, request)
+            for part in LIVE_PARTS}
+
+
 def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
-    """The event timeline, newest first, one page of it."""
-    events = instance.events.select_related("actor").order_by("-sequence")
+    """The event timeline, newest first, one page of it, as of the instance row read.
+
+    Only the events up to the row's ``last_event`` (they are written with it, in one
+    transaction): an event committed after the row was read is neither counted nor
+    listed, so the count and the rows always agree with each other and with the rest
+    of the page.
+    """
+    events = (instance.events.filter(sequence__lte=instance.last_event)
+              .select_related("actor").order_by("-sequence"))
     paginator = Paginator(events, EVENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("events_page"))
+    page.object_list = list(page.object_list)
     event: Any  # given data_json, for the template
     for event in page.object_list:
         event.data_json = json.dumps(event.data, ensure_ascii=False) if event.data else ""
@@ -113,8 +159,10 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
     task: Any  # given url, for the template
     for task in tasks:
         task.url = reverse("admin:django_workflows_workflowtask_change", args=[task.pk])
+    step = definition.steps_by_id.get(instance.current_step) if definition else None
     return {
         "instance": instance, "definition": definition, "tasks": tasks,
+        "current_step_title": step.title if step is not None else "",
         "diagram": diagram(definition, instance),
         "operations": operations,
         "has_live_work": any(row["in_flight"] for row in operations)

@@ -11,9 +11,9 @@ the SVG draws.
 from __future__ import annotations
 
 from .geometry import Box, Layout, Route, layout
-from .model import MARKS, details_of, graph_of, marks_for
+from .model import MARKS, details_of, edge_label, graph_of, marks_for
 from .svg import to_svg
 from .text import to_dot, to_mermaid
 
-__all__ = ["MARKS", "Box", "Layout", "Route", "details_of", "graph_of", "layout", "marks_for",
-           "to_dot", "to_mermaid", "to_svg"]
+__all__ = ["MARKS", "Box", "Layout", "Route", "details_of", "edge_label", "graph_of", "layout",
+           "marks_for", "to_dot", "to_mermaid", "to_svg"]

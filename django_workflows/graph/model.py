@@ -5,9 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..engine import Workflow
+from ..engine import Transition, Workflow
 
 MARKS = ("completed", "skipped", "current", "failed")
+
+
+def edge_label(transition: Transition) -> str | None:
+    """The words on a transition's arrow: its ``label``, else its guard's name (a lambda has
+    none)."""
+    if transition.label:
+        return transition.label
+    name = getattr(transition.when, "__name__", None)
+    return name if isinstance(name, str) and name.isidentifier() else None
 
 
 def graph_of(definition: Workflow) -> dict[str, Any]:
@@ -32,7 +41,8 @@ def marks_for(*, status: str, current_step: str | None, completed_steps: Iterabl
     """The marks of an instance: where it stands, as the diagrams draw it."""
     marks = {step: "skipped" for step in skipped_steps}
     marks.update({step: "completed" for step in completed_steps})
-    if current_step:
+    # A completed instance keeps its last step as current_step, but nothing is current there.
+    if current_step and status != "completed":
         marks[current_step] = "failed" if status == "failed" else "current"
     return marks
 

@@ -8,7 +8,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from ..engine import Workflow
-from .geometry import CHAR_WIDTH, MARGIN, NODE_HEIGHT, layout
+from .geometry import CHAR_WIDTH, LINE_HEIGHT, MARGIN, layout
 from .model import MARKS, details_of, graph_of
 
 STYLES = {  # mark -> (fill, stroke, stroke width, dash, text colour)
@@ -69,12 +69,26 @@ def to_svg(definition: Workflow, marks: Mapping[str, str] | None = None, *,
         out.append(f'<text x="{MARGIN}" y="{MARGIN + 16}" fill="#777777">No steps</text>')
     for route in plan.routes:
         dash = ' stroke-dasharray="6 4"' if route.guarded else ""
-        label = f"{route.source} → {route.target}" + (" (conditional)" if route.guarded else "")
+        label = f"{route.source} → {route.target}" + (
+            f" (when {route.label})" if route.label and route.guarded
+            else f" ({route.label})" if route.label
+            else " (conditional)" if route.guarded else "")
         out.append(
             f'<path class="dwf-edge" data-source="{_attr(route.source)}" '
             f'data-target="{_attr(route.target)}" d="{_path(route.points, route.back)}" '
             f'fill="none" stroke="#666666" stroke-width="1.4"{dash} '
             f'marker-end="url(#{prefix}-arrow)"><title>{escape(label)}</title></path>')
+    for route in plan.routes:  # after every line, so that no line crosses a label
+        if route.label:
+            x, y = route.label_at
+            turn = f' transform="rotate(-90 {x:.1f} {y:.1f})"' if route.back else ""
+            out.append(
+                f'<text class="dwf-edge-label" data-source="{_attr(route.source)}" '
+                f'data-target="{_attr(route.target)}" x="{x:.1f}" y="{y + 3.5:.1f}"{turn} '
+                'text-anchor="middle" font-size="10" font-style="italic" fill="#444444" '
+                'stroke="#ffffff" stroke-width="3" paint-order="stroke">'
+                f"{escape(route.label)}</text>")
+    height = plan.node_height
     for name, box in plan.boxes.items():
         node, mark = nodes[name], marks.get(name)
         fill, stroke, stroke_width, dash, text = STYLES[mark]
@@ -82,21 +96,26 @@ def to_svg(definition: Workflow, marks: Mapping[str, str] | None = None, *,
         tooltip = f"{node['title']} ({name})" + (f": {mark}" if mark else "")
         tooltip += f" — {details}" if details else ""
         cx = box.x + box.width / 2
+        # The title and the lines of details, centred in the box together.
+        block = 14 + LINE_HEIGHT * len(box.details)
+        top = box.y + (height - block) / 2
         out.append(
             f'<g class="dwf-step{" dwf-step--" + mark if mark else ""}" '
             f'data-step="{_attr(name)}" data-mark="{mark or ""}">'
             f"<title>{escape(tooltip)}</title>"
             f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" '
-            f'height="{NODE_HEIGHT}" rx="8" fill="{fill}" stroke="{stroke}" '
+            f'height="{height:.0f}" rx="8" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{stroke_width}"' + (f' stroke-dasharray="{dash}"' if dash else "")
             + "/>"
-            f'<text x="{cx:.1f}" y="{box.y + (18 if details else 26):.1f}" '
+            f'<text class="dwf-step-title" x="{cx:.1f}" y="{top + 11:.1f}" '
             f'text-anchor="middle" fill="{text}" font-weight="600"'
             + (' text-decoration="line-through"' if mark == "skipped" else "") + ">"
             f"{escape(_clip(node['title'], box.width))}</text>"
-            + (f'<text x="{cx:.1f}" y="{box.y + 34:.1f}" text-anchor="middle" '
-               f'fill="{text}" font-size="10">{escape(_clip(details, box.width * 1.15))}</text>'
-               if details else "")
+            + "".join(
+                f'<text class="dwf-step-details" x="{cx:.1f}" '
+                f'y="{top + 14 + LINE_HEIGHT * (index + 1) - 3:.1f}" text-anchor="middle" '
+                f'fill="{text}" font-size="10">{escape(line)}</text>'
+                for index, line in enumerate(box.details))
             + "</g>")
     out.append("</svg>")
     return "".join(out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..engine import Workflow
-from .model import details_of, graph_of
+from .model import details_of, edge_label, graph_of
 from .svg import STYLES
 
 COLOURS = {mark: (fill, stroke) for mark, (fill, stroke, *_rest) in STYLES.items() if mark}
@@ -26,8 +26,12 @@ def to_mermaid(definition: Workflow, marks: Mapping[str, str] | None = None) -> 
         text = text_of(node["title"]) + (f"<br/><small>{text_of(details)}</small>"
                                          if details else "")
         lines.append(f'    {names[node["id"]]}["{text}"]')
-    for edge in graph["edges"]:
-        arrow = " -. when .-> " if edge["guarded"] else " --> "
+    for edge, transition in zip(graph["edges"], definition.transitions, strict=True):
+        label = edge_label(transition)
+        if label:
+            arrow = (" -.->" if edge["guarded"] else " -->") + f'|"{text_of(label)}"| '
+        else:
+            arrow = " -. when .-> " if edge["guarded"] else " --> "
         lines.append(f"    {names[edge['source']]}{arrow}{names[edge['target']]}")
     used = sorted({mark for step, mark in marks.items() if step in names})
     for mark in used:
@@ -64,8 +68,11 @@ def to_dot(definition: Workflow, marks: Mapping[str, str] | None = None) -> str:
             if mark == "skipped":
                 attrs.append('style="rounded,filled,dashed"')
         lines.append(f"    {_dot_string(node['id'])} [{', '.join(attrs)}];")
-    for edge in graph["edges"]:
-        extra = ' [style=dashed, label="when"]' if edge["guarded"] else ""
+    for edge, transition in zip(graph["edges"], definition.transitions, strict=True):
+        label = edge_label(transition) or ("when" if edge["guarded"] else None)
+        attrs = [*(["style=dashed"] if edge["guarded"] else []),
+                 *([f"label={_dot_string(label)}"] if label else [])]
+        extra = f" [{', '.join(attrs)}]" if attrs else ""
         lines.append(f"    {_dot_string(edge['source'])} -> {_dot_string(edge['target'])}{extra};")
     lines.append("}")
     return "\n".join(lines) + "\n"

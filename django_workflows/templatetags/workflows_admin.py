@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 from django.db.models import Model
 from django.utils import formats, timezone
+from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
@@ -35,6 +36,16 @@ def _verbose_name(model: type[Model], path: str) -> str:
         field = model._meta.get_field(name)
         model = field.related_model or model
     return str(field.verbose_name)
+
+
+@register.filter
+def seconds(value: Any) -> str:
+    """A time to the second, in the current time zone, as a ``<time>`` element."""
+    if not isinstance(value, datetime.datetime):
+        return "—" if value in (None, "") else str(value)
+    shown = _local(value)
+    return format_html('<time datetime="{}">{}</time>', shown.isoformat(),
+                       shown.strftime("%Y-%m-%d %H:%M:%S"))
 
 
 # A plain inclusion tag with a template of our own: Django's date_hierarchy tag is built on

@@ -1,85 +1,24 @@
 """The admin in a real browser: Debian's Chromium driven by Playwright, against a live server.
 
-Screenshots go to ``artifacts/screenshots/``. A browser that cannot start fails
-these tests; they never skip.
+The fixtures (``browser``, ``page``) and helpers (``screenshot``, ``wait_until``) are in
+``conftest.py``. Screenshots go to ``artifacts/screenshots/``. A browser that cannot
+start fails these tests; they never skip.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from pathlib import Path
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
 from django_workflows.queries import live_operations
-from tests.factories import UserFactory
 
-from .conftest import changelist_url, instance_url
+from .conftest import changelist_url, instance_url, screenshot, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the test's own ORM calls
-    # are still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                             headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-            # With Playwright's loop running, the ORM keeps this test's connection in a
-            # context of its own: close it, or the test database cannot be dropped.
-            connections.close_all()
-
-
-@pytest.fixture
-def page(browser, live_server, request):
-    UserFactory(username="root", superuser=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000},
-                                  base_url=live_server.url)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/admin/login/?next=/admin/")
-    page.fill("#id_username", "root")
-    page.fill("#id_password", "password")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/admin/")
-    yield page
-    context.close()
-
-
-def screenshot(page, name: str, *, full_page: bool = True) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
-    return path
-
-
-def wait_until(check, *, timeout: float = 15.0, every: float = 0.1):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"Still not true after {timeout}s: {check}")
-
 
 def test_retry_of_a_failed_instance_from_its_page_runs_it_again(page):
     instance = services.create("admin-fragile", start=True)  # the first download fails

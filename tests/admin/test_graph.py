@@ -102,6 +102,78 @@ def test_svg_draws_conditional_transitions_dashed():
         ("a", True), ("b", False)]
 
 
+def is_rejected(ctx):
+    return False
+
+
+def branching(**options) -> Workflow:
+    """review -> rejected (conditional), review -> approved."""
+    return Workflow(id="w", steps=[Step("review"), Step("rejected"), Step("approved")],
+                    transitions=[Transition("review", "rejected", **options),
+                                 Transition("review", "approved")])
+
+
+def edge_labels(svg: str) -> dict[tuple[str, str], str]:
+    return {(source, target): text for source, target, text in re.findall(
+        r'<text class="dwf-edge-label" data-source="(\w+)" data-target="(\w+)"[^>]*>([^<]*)</text>',
+        svg)}
+
+
+def test_svg_writes_a_transitions_label_on_its_line():
+    svg = to_svg(branching(when=is_rejected, label="rejected by the operator"))
+
+    assert edge_labels(svg) == {("review", "rejected"): "rejected by the operator"}
+
+
+def test_svg_writes_the_guards_name_on_a_conditional_line_without_a_label():
+    assert edge_labels(to_svg(branching(when=is_rejected))) == {
+        ("review", "rejected"): "is_rejected"}
+
+
+def test_svg_writes_nothing_on_the_line_of_an_anonymous_guard():
+    svg = to_svg(branching(when=lambda ctx: False))
+
+    assert edge_labels(svg) == {} and "lambda" not in svg
+
+
+def test_svg_writes_the_label_of_a_transition_back_up_along_its_lane():
+    definition = Workflow(id="w", steps=[Step("a"), Step("b")],
+                          transitions=[Transition("a", "b"),
+                                       Transition("b", "a", when=is_rejected, label="again")])
+
+    svg = to_svg(definition)
+
+    assert edge_labels(svg) == {("b", "a"): "again"}
+    assert re.search(r'class="dwf-edge-label" data-source="b"[^>]*transform="rotate\(-90', svg)
+
+
+def test_mermaid_and_dot_carry_the_label_or_the_guards_name():
+    labelled, named = branching(when=is_rejected, label="no"), branching(when=is_rejected)
+
+    assert '    s0 -.->|"no"| s1\n' in to_mermaid(labelled)
+    assert '    s0 -.->|"is_rejected"| s1\n' in to_mermaid(named)
+    assert '"review" -> "rejected" [style=dashed, label="no"];' in to_dot(labelled)
+    assert '"review" -> "rejected" [style=dashed, label="is_rejected"];' in to_dot(named)
+
+
+def test_svg_wraps_long_details_inside_the_box_and_grows_every_box_alike():
+    definition = Workflow(id="w", steps=[
+        Step("pay", advance="auto", timeout=30, when=_noop,
+             operations=[Operation("charge", run=_noop), Operation("mail", run=_noop)],
+             nested="identity-check-with-a-long-name"),
+        Step("done")], transitions=[Transition("pay", "done")])
+
+    plan = layout(definition)
+    box = plan.boxes["pay"]
+
+    assert len(box.details) > 1  # wrapped, not cut
+    assert " · ".join(box.details) == ("auto · conditional · 2 operations · "
+                                       "nested: identity-check-with-a-long-name · timeout 30s")
+    assert all(len(line) * 6.0 <= box.width - 16 for line in box.details)
+    assert plan.node_height > 44
+    assert {b.width for b in plan.boxes.values()} == {box.width}
+
+
 def test_svg_ids_are_unique_per_definition():
     assert 'id="dwf-orders-v2-arrow"' in to_svg(chain("a", id="orders.v2"))
 
@@ -168,9 +240,16 @@ def test_marks_for_a_failed_instance_mark_its_step_failed():
         "a": "completed", "b": "failed"}
 
 
+def test_marks_for_a_completed_instance_mark_no_step_current():
+    # A completed instance keeps its last step as current_step.
+    assert marks_for(status="completed", current_step="review",
+                     completed_steps=["document", "review"]) == {
+        "document": "completed", "review": "completed"}
+
+
 def test_mermaid_is_a_flowchart_of_steps_and_transitions():
     definition = Workflow(id="w", steps=[Step("a", title='Say "hi"'), Step("b")],
-                          transitions=[Transition("a", "b", when=_noop)])
+                          transitions=[Transition("a", "b", when=lambda ctx: True)])
 
     assert to_mermaid(definition) == (
         "flowchart TD\n"
@@ -188,7 +267,7 @@ def test_mermaid_marks_steps_with_classes():
 
 def test_dot_is_a_digraph_of_steps_and_transitions():
     definition = Workflow(id="w", title="W", steps=[Step("a"), Step("b")],
-                          transitions=[Transition("a", "b", when=_noop)])
+                          transitions=[Transition("a", "b", when=lambda ctx: True)])
 
     text = to_dot(definition)
 

@@ -10,9 +10,10 @@ import uuid
 import pytest
 
 from django_workflows import clock, services
+from django_workflows.admin.pages import events_page
 from django_workflows.engine import Progress
 from django_workflows.models import Attempt, WorkflowInstance
-from django_workflows.worker import DatabaseSink
+from django_workflows.worker import DatabaseSink, run_attempt
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import instance_url, logged_in
@@ -99,12 +100,14 @@ def test_page_lists_operations_with_status_attempt_progress_logs_and_error(
     operations = section(page(root_client, instance), "dwf-operations")
 
     row = re.search(r'<tr class="dwf-operation" data-operation="download" '
-                    r'data-phase="none">(.*?)</tr>', operations, re.S).group(1)
+                    r'data-phase="none" data-outcome="failed">(.*?)</tr>', operations,
+                    re.S).group(1)
     assert "Download" in row
     assert "dwf-status-failed" in row
     assert '<td class="dwf-op-attempt">1 of 1</td>' in row
-    # Finished: no bar (its feedback phase is "none"), the last progress in words.
+    # Finished: no bar but its outcome, and the last progress in words.
     assert '<progress class="dwf-progress" max="100" hidden>' in row
+    assert '<span class="dwf-outcome dwf-outcome-failed">failed</span>' in row
     assert "1 / 4 · connecting" in row
     assert "connecting to the feed\nthe feed answered 503" in row
     assert "RuntimeError: feed unavailable (503)" in row
@@ -197,6 +200,68 @@ def test_event_timeline_is_paginated(root_client):
     assert "page 1 of 2" in first and "older &rsaquo;" in first
     later = [int(n) for n in re.findall(r'<tr class="dwf-event[^"]*"><td>(\d+)</td>', second)]
     assert later == list(range(instance.last_event - 25, 0, -1))
+
+
+def test_event_timeline_counts_and_lists_the_events_of_the_row_it_read(rf, superuser):
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True)
+    read = WorkflowInstance.objects.get(pk=instance.pk)
+    services.next(instance)  # committed after the page read the row, before its events
+    request = rf.get("/")
+    request.user = superuser
+
+    events = events_page(request, read)
+
+    assert events.paginator.count == read.last_event == len(events.object_list)
+    assert [e.sequence for e in events.object_list] == list(range(read.last_event, 0, -1))
+
+
+def test_event_times_show_seconds(root_client):
+    events = section(page(root_client, WorkflowInstanceFactory(started=True)), "dwf-events")
+
+    times = re.findall(r'<td class="dwf-event-time"><time datetime="[^"]+">([^<]+)</time>', events)
+    assert times and all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", t) for t in times)
+
+
+def test_page_of_a_completed_instance_marks_no_step_current(root_client):
+    instance = WorkflowInstanceFactory(workflow="admin-undo", started=True,
+                                       commands=["next", "next", "next"])
+    assert WorkflowInstance.objects.get(pk=instance.pk).status == "completed"
+
+    content = page(root_client, instance)
+
+    assert marks(content) == {"draft": "completed", "send": "completed", "sent": "completed"}
+    assert "Last step" in section(content, "dwf-summary")
+
+
+def test_page_shows_a_finished_operations_outcome_not_a_bar(
+        root_client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        instance = services.create("admin-slow", state={"ticks": 1, "tick": 0}, start=True)
+
+    row = section(page(root_client, instance), "dwf-operations")
+
+    assert 'data-outcome="succeeded"' in row
+    assert '<progress class="dwf-progress" max="100" hidden>' in row
+    assert '<span class="dwf-outcome dwf-outcome-succeeded">succeeded</span>' in row
+
+
+def test_page_shows_an_operation_a_rollback_undid_as_rolled_back(
+        root_client, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        instance = services.create("back-office", start=True)
+    with django_capture_on_commit_callbacks(execute=False):  # one undo at a time
+        services.rollback(instance)
+    [item, *_] = WorkflowInstance.objects.get(pk=instance.pk).snap.rollback.items
+    assert (item.kind, item.target) == ("operation", "charge")
+    assert 'data-outcome="rolling back"' in section(page(root_client, instance),
+                                                    "dwf-operations")
+    with django_capture_on_commit_callbacks(execute=False):
+        run_attempt(item.token, heartbeat_thread=False)
+
+    row = section(page(root_client, instance), "dwf-operations")
+
+    assert WorkflowInstance.objects.get(pk=instance.pk).status == "rolling-back"
+    assert '<span class="dwf-outcome dwf-outcome-rolled-back">rolled back</span>' in row
 
 
 def test_event_timeline_names_the_actor(operator):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -87,3 +88,52 @@ def test_live_view_sends_anonymous_users_to_the_login_page(client):
     response = client.get(live_url(uuid.uuid4()))
 
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_live_view_at_the_pages_revision_sends_no_parts(root_client):
+    instance = running_count()
+
+    data = root_client.get(live_url(instance.pk), {"revision": instance.revision}).json()
+
+    assert "parts" not in data
+
+
+def test_live_view_behind_the_pages_revision_sends_every_part_drawn_anew(root_client):
+    instance = running_count()
+
+    data = root_client.get(live_url(instance.pk), {"revision": instance.revision - 1}).json()
+
+    assert list(data["parts"]) == ["commands", "summary", "diagram", "tasks", "work", "state",
+                                   "events"]
+    assert 'id="dwf-status" class="dwf-badge dwf-status-running"' in data["parts"]["summary"]
+    assert 'data-operation="count"' in data["parts"]["work"]
+    assert 'name="csrfmiddlewaretoken"' in data["parts"]["commands"]  # its forms still post
+
+
+def test_live_parts_of_a_finished_payment_are_all_current(root_client,
+                                                           django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        instance = services.create("admin-payment", state={"ticks": 1, "tick": 0}, start=True)
+    instance.refresh_from_db()
+    assert instance.status == "completed"
+
+    parts = root_client.get(live_url(instance.pk), {"revision": 1}).json()["parts"]
+
+    assert "dwf-status-completed" in parts["summary"]
+    assert "Last step" in parts["summary"] and "Send the receipt <code>receipt</code>" in parts[
+        "summary"]
+    assert re.search(r'id="dwf-finished"><time datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d<',
+                     parts["summary"])
+    assert dict(re.findall(r'data-step="(\w+)" data-mark="(\w*)"', parts["diagram"])) == {
+        "charge": "completed", "receipt": "completed"}
+    assert 'data-outcome="succeeded"' in parts["work"]
+    assert 'value="cancel"' not in parts["commands"]
+    assert f'<span id="dwf-events-count">{instance.last_event}</span>' in parts["events"]
+
+
+def test_live_view_of_a_viewer_draws_no_commands(viewer):
+    instance = WorkflowInstanceFactory(started=True)
+
+    parts = logged_in(viewer).get(live_url(instance.pk), {"revision": 0}).json()["parts"]
+
+    assert 'name="_command"' not in parts["commands"] and "dwf-view-only" in parts["commands"]

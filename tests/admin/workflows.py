@@ -8,6 +8,12 @@
   ``clerk``, whatever their model permissions.
 * ``admin-undo``: steps with compensations, for rollback.
 * ``admin-broken-rule``: its permission rule raises (which refuses).
+* ``admin-payment``: a payment that ticks as ``admin-slow`` does, then a receipt; it
+  completes on its own once the payment succeeded.
+* ``admin-claim``: an expense claim whose exit guard refuses a cancel, with its reason,
+  once the claim was paid out (a ``Note`` says so: no command of the instance's).
+* ``admin-review``: a check whose diagram has long details under a title and conditional
+  transitions, one with a label and one named by its guard (for the diagram only).
 """
 
 from __future__ import annotations
@@ -90,4 +96,48 @@ broken_rule = Workflow(
 )
 
 
-ALL = (fragile, slow, guarded, undo, broken_rule)
+payment = Workflow(
+    id="admin-payment", version=1, title="Pay an order",
+    initial={"ticks": 12, "tick": 0.25},
+    steps=[Step("charge", title="Charge the card", advance="auto",
+                operations=[Operation("pay", title="Payment", run=_count)]),
+           Step("receipt", title="Send the receipt", advance="auto")],
+    transitions=[Transition("charge", "receipt")],
+)
+
+
+def paid_out(ctx):
+    return Note.objects.filter(text=f"paid {ctx.instance_id}").exists()
+
+
+def _not_once_paid(ctx):
+    return "Paid claims cannot be cancelled: refund it instead" if paid_out(ctx) else True
+
+
+claim = Workflow(
+    id="admin-claim", version=1, title="Expense claim",
+    steps=[Step("submit", title="Submit the claim"), Step("pay", title="Pay it out")],
+    transitions=[Transition("submit", "pay")],
+    exit_guard=_not_once_paid,
+)
+
+
+def is_rejected(ctx):
+    return ctx.state.get("decision") == "rejected"
+
+
+review = Workflow(
+    id="admin-review", version=1, title="Check a document",
+    steps=[Step("document", title="Your document"),
+           Step("review", title="Manual review", advance="auto", timeout=600,
+                when=lambda ctx: True,
+                operations=[Operation("scan", run=_count), Operation("compare", run=_count)]),
+           Step("rejected", title="Rejected"), Step("approved", title="Approved")],
+    transitions=[Transition("document", "review"),
+                 Transition("review", "rejected", when=is_rejected),
+                 Transition("review", "approved", when=lambda ctx: True,
+                            label="approved by an operator")],
+)
+
+
+ALL = (fragile, slow, guarded, undo, broken_rule, payment, claim, review)
