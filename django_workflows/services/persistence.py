@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, overload
 from uuid import UUID
 
@@ -110,6 +110,8 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     for event in outcome.events:
         events_by_instance[event.instance_id].append(event)
     now = timezone.now()
+    # An event stamped before the command (a claim recorded now) keeps its own time.
+    latest = max((event.at for event in outcome.events), default=0.0)
     saved = Saved(rows=rows)
     changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
                                                       outcome.detached)}
@@ -123,7 +125,8 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                 check_state_size(node.state)
             node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
-                                                                actor, updates), strict=True):
+                                                                latest, actor, updates),
+                                        strict=True):
                 event_rows[id(event)] = event_row
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
@@ -134,7 +137,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
 
 
 def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
-               events: list[engine.Event], now: datetime, actor: Any,
+               events: list[engine.Event], now: datetime, latest: float, actor: Any,
                updates: list[tuple[str, list[Any]]]) -> list[WorkflowEvent]:
     """The node's row, inserted (a new child) or its update added to ``updates``; its events."""
     row = rows.get(node.id)
@@ -162,7 +165,9 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
     return [
         WorkflowEvent(instance=row, sequence=first + index, type=event.type,
                       step=event.step or "", actor=actor, revision=row.revision,
-                      error=event.error, data=dict(event.data), created_at=now)
+                      error=event.error, data=dict(event.data),
+                      created_at=now - timedelta(seconds=latest - event.at)
+                      if event.at < latest else now)
         for index, event in enumerate(events)
     ]
 

@@ -584,3 +584,25 @@ def test_a_runner_that_fails_is_logged(caplog):
     (token,) = Attempt.objects.values_list("token", flat=True)
     assert [record.getMessage() for record in caplog.records] == [
         f"The runner did not take attempts {token}; the sweep will hand them out again"]
+
+
+def test_the_started_event_keeps_the_time_of_the_claim(bounded):
+    """The claim writes only the attempt's row; the event written later says when it was."""
+    from django_workflows import clock
+    from django_workflows.models import WorkflowEvent
+
+    with runner(HOLDING):
+        instance = services.create("bounded", start=True)
+        (token,) = HoldingRunner.held
+        claimed = services.claim_attempt(token)
+        clock.use(lambda: claimed.at + 3)  # the work took three seconds
+        try:
+            assert services.finish_attempt(token, AttemptOutcome(ok=True, value=1),
+                                           claimed_at=claimed.at)
+        finally:
+            clock.use(None)
+
+    times = dict(WorkflowEvent.objects.filter(instance=instance.pk).values_list(
+        "type", "created_at"))
+    gap = (times["operation-succeeded"] - times["operation-started"]).total_seconds()
+    assert gap == pytest.approx(3, abs=0.05)
