@@ -5,6 +5,7 @@
     .venv/bin/python bench/operations.py --tasks 500 --workers 2 --profile
     .venv/bin/python bench/operations.py --brokers orm,orm-listen,redis   # NOTIFY too
     .venv/bin/python bench/operations.py --clusters 1,2 --workers 1        # scaling out
+    .venv/bin/python bench/operations.py --finished 1000000                # as tables grow
 
 It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
 drops it at the end; Redis gets a queue of its own. ``orm-listen`` is the ORM
@@ -66,6 +67,7 @@ from django_q.conf import Conf  # noqa: E402
 from django_q.models import Task  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
+from bench.filler import FILLER, fill  # noqa: E402
 from django_workflows import services  # noqa: E402
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance  # noqa: E402
 
@@ -115,11 +117,21 @@ def redis_client():
 
 
 def clear(broker: str) -> None:
-    """Nothing queued, no task or workflow rows left from the case before."""
+    """Nothing queued, no task or workflow rows left from the case before (but the
+    finished instances of ``--finished``)."""
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE django_q_ormq, django_q_task, django_workflows_attempt, "
-                       "django_workflows_deadline, django_workflows_workflowevent, "
-                       "django_workflows_workflowinstance CASCADE")
+        cursor.execute("TRUNCATE django_q_ormq, django_q_task")
+        if WorkflowInstance.objects.filter(workflow=FILLER).exists():
+            ours = "SELECT id FROM django_workflows_workflowinstance WHERE workflow <> %s"
+            for table in ("attempt", "deadline", "workflowevent"):
+                cursor.execute(f"DELETE FROM django_workflows_{table} "
+                               f"WHERE instance_id IN ({ours})", [FILLER])
+            cursor.execute("DELETE FROM django_workflows_workflowinstance "
+                           "WHERE workflow <> %s", [FILLER])
+        else:
+            cursor.execute("TRUNCATE django_workflows_attempt, django_workflows_deadline, "
+                           "django_workflows_workflowevent, "
+                           "django_workflows_workflowinstance CASCADE")
     if broker == "redis":
         drop_queued(broker)
 
@@ -283,8 +295,10 @@ def operations(broker: str, tasks: int, workers: int, seconds: float,
     start_instances(tasks)
     with cluster(broker, workers) as running:
         rate = watch(successes("django_workflows.tasks.run_attempt"), tasks, seconds, running)
-        finished = Attempt.objects.filter(status=AttemptStatus.FINISHED).count()
-        moved = WorkflowInstance.objects.filter(current_step="done").count()
+        finished = Attempt.objects.filter(status=AttemptStatus.FINISHED,
+                                          instance__workflow="bench-noop").count()
+        moved = WorkflowInstance.objects.filter(workflow="bench-noop",
+                                                current_step="done").count()
         if rate.done == tasks and (finished, moved) != (tasks, tasks):
             raise SystemExit(f"{tasks} tasks ran but {finished} attempts finished and "
                              f"{moved} instances moved on")
@@ -376,6 +390,35 @@ def _tally(items: list[str]) -> dict[str, int]:
 # -- main --------------------------------------------------------------------------------
 
 
+FEW_FINISHED = 10_000
+
+
+def flat(finished: int, tasks: int, workers: int, seconds: float, repeat: int) -> None:
+    """Our operations on Redis with 10,000 and then ``finished`` finished instances (with
+    their events and attempts) in the tables; raw tasks beside them as the machine's load."""
+    use_broker("redis")
+    template = None
+    rows = []
+    for total in (FEW_FINISHED, finished):
+        if template is None:  # one instance run through, copied (bench/filler.py)
+            operations("redis", 1, workers, seconds)
+            template = WorkflowInstance.objects.get(workflow="bench-noop").pk
+        started = time.perf_counter()
+        fill(template, total)
+        print(f"{total:,} finished instances in the tables "
+              f"({time.perf_counter() - started:.0f} s to add them)", flush=True)
+        raws = [raw_tasks("redis", tasks, workers, seconds) for _ in range(repeat)]
+        ours = [operations("redis", tasks, workers, seconds)[0] for _ in range(repeat)]
+        rows.append((total, max(r.per_second for r in raws), max(r.per_second for r in ours)))
+    print("\n| finished instances | raw no-op tasks/s | no-op operations/s |\n|---:|---:|---:|")
+    for total, raw, ours_rate in rows:
+        print(f"| {total:,} | {raw:.0f} | {ours_rate:.0f} |")
+    (_, raw_few, few), (_, raw_many, many) = rows
+    print(f"\nours at {finished:,} / at {FEW_FINISHED:,}: {many / few:.2f} (raw: "
+          f"{raw_many / raw_few:.2f}); ours/raw at {finished:,} over ours/raw at "
+          f"{FEW_FINISHED:,}: {(many / raw_many) / (few / raw_few):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=1000, help="tasks (operations) per run")
@@ -392,7 +435,15 @@ def main() -> None:
     parser.add_argument("--clusters", metavar="COUNTS",
                         help="only our operations on Redis with this many qcluster processes "
                              "(e.g. 1,2), each with --workers workers")
+    parser.add_argument("--finished", type=int, metavar="N",
+                        help="only Redis, with 10,000 and then N finished instances in the "
+                             "tables")
     options = parser.parse_args()
+    if options.finished:
+        with database():
+            flat(options.finished, options.tasks, options.workers, options.seconds,
+                 options.repeat)
+        return
     if options.clusters:
         with database():
             scaling(options.tasks, options.workers, options.seconds,
