@@ -37,6 +37,8 @@ def fill(template: Any, total: int) -> None:
                 f"INSERT INTO {instances} (id, workflow, {', '.join(copied)}) "
                 f"SELECT n.id, %s, {', '.join(f't.{c}' for c in copied)} "
                 f"FROM bench_new_ids n, {instances} t WHERE t.id = %s", [FILLER, template])
+            if cursor.rowcount != count:
+                raise RuntimeError(f"the template instance {template} is gone")
             cursor.execute(
                 f"INSERT INTO {events} (instance_id, {', '.join(event_columns)}) "
                 f"SELECT n.id, {', '.join(f'e.{c}' for c in event_columns)} "

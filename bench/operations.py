@@ -405,6 +405,9 @@ def flat(finished: int, tasks: int, workers: int, seconds: float, repeat: int) -
             template = WorkflowInstance.objects.get(workflow="bench-noop").pk
         started = time.perf_counter()
         fill(template, total)
+        # The runs below delete their own instances, the template too: a copy is the next.
+        template = WorkflowInstance.objects.filter(workflow=FILLER).values_list(
+            "pk", flat=True).first()
         print(f"{total:,} finished instances in the tables "
               f"({time.perf_counter() - started:.0f} s to add them)", flush=True)
         raws = [raw_tasks("redis", tasks, workers, seconds) for _ in range(repeat)]
