@@ -170,13 +170,15 @@ class Cluster:
         self._log.close()
 
     def cpu(self) -> float:
-        """CPU seconds (user and system) of the cluster's processes so far."""
+        """CPU seconds (user and system) of the cluster's processes so far, those that
+        exited included (a worker is recycled after ``recycle`` tasks: its CPU is then in
+        its parent's count of its children's)."""
         total = 0
         for stat in Path("/proc").glob("[0-9]*/stat"):
             with suppress(OSError, ValueError, IndexError):
                 fields = stat.read_text().rsplit(")", 1)[1].split()
                 if int(fields[2]) == self.popen.pid:  # its process group
-                    total += int(fields[11]) + int(fields[12])
+                    total += sum(int(field) for field in fields[11:15])
         return total / os.sysconf("SC_CLK_TCK")
 
     def check(self) -> None:
