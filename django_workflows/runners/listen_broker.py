@@ -81,7 +81,7 @@ class ListenORM(ORM):
         params.pop("context", None)
         self._listener = psycopg.connect(**params, autocommit=True)
         self._listener_pid = os.getpid()
-        self._listener.execute(f'LISTEN "{self.channel}"')
+        self._listener.execute(f"LISTEN {connections[Conf.ORM].ops.quote_name(self.channel)}")
         return self._listener
 
     def _wait(self, listener: Any, seconds: float) -> None:

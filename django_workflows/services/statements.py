@@ -185,9 +185,11 @@ class Statements:
                     self._updated_one(cursor)
                 self.insert(events)
                 return
-            insert, insert_params = self._insert_of(events)
-            cursor.execute("; ".join([*(sql for sql, _ in updates), insert]),
-                           [param for _, params in updates for param in params] + insert_params)
+            insert = (self.insert_events + ", ".join([self.event_values] * len(events))
+                      + self.returning)
+            cursor.execute("; ".join(sql for sql, _ in updates) + "; " + insert,
+                           [param for _, params in updates for param in params]
+                           + self._insert_params(events))
             for _ in updates:
                 self._updated_one(cursor)
                 cursor.nextset()
@@ -213,16 +215,15 @@ class Statements:
         size = self.batch_size(events)
         for start in range(0, len(events), size):
             batch = events[start:start + size]
-            sql, params = self._insert_of(batch)
+            insert = (self.insert_events + ", ".join([self.event_values] * len(batch))
+                      + self.returning)
             with self.connection.cursor() as cursor:
-                cursor.execute(sql, params)
+                cursor.execute(insert, self._insert_params(batch))
                 self._keys(batch, cursor.fetchall())
 
-    def _insert_of(self, batch: list[WorkflowEvent]) -> tuple[str, list[Any]]:
-        params = [field.get_db_prep_save(field.pre_save(event, True), self.connection)
-                  for event in batch for field in self.event_fields]
-        return (self.insert_events + ", ".join([self.event_values] * len(batch))
-                + self.returning, params)
+    def _insert_params(self, batch: list[WorkflowEvent]) -> list[Any]:
+        return [field.get_db_prep_save(field.pre_save(event, True), self.connection)
+                for event in batch for field in self.event_fields]
 
     def _keys(self, batch: list[WorkflowEvent], keys: Sequence[Sequence[Any]]) -> None:
         for event, (key,) in zip(batch, keys, strict=True):

@@ -148,7 +148,7 @@ def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "dem
 
 def stop_demo(demo: Demo, *, at_once: bool = False) -> None:
     """Ctrl-C, and whatever is left of the demo's session killed; ``at_once``: kill it all
-    (Ctrl-C lets a running slow payment go on for up to 15 s)."""
+    (Ctrl-C lets a running slow payment go on for up to 5 s)."""
     if at_once:
         for pid in session_processes(demo.process.pid):
             with contextlib.suppress(ProcessLookupError):

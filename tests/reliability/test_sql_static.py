@@ -43,13 +43,25 @@ class Checker:
                     name = _name(target)
                     if name:
                         self.assigned.setdefault(name, []).append(node.value)
+        # Functions of the module that return identifier material (a helper quoting a column).
+        self.returns: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                values = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+                self.returns.setdefault(node.name, []).extend(
+                    v if v is not None else ast.Constant(None) for v in values)
         self.safe: set[str] = set()
+        self.quoting: set[str] = set()
         changed = True
         while changed:  # a fixpoint: names made of names made of identifiers
             changed = False
             for name, values in self.assigned.items():
                 if name not in self.safe and all(self.is_safe(v) for v in values):
                     self.safe.add(name)
+                    changed = True
+            for name, values in self.returns.items():
+                if name not in self.quoting and values and all(self.is_safe(v) for v in values):
+                    self.quoting.add(name)
                     changed = True
 
     def is_safe(self, node: ast.AST) -> bool:
@@ -73,7 +85,7 @@ class Checker:
             return self.is_safe(node.left) and self.is_safe(node.right)
         if isinstance(node, ast.Call):
             func = node.func
-            if _name(func) in QUOTING:
+            if _name(func) in QUOTING or _name(func) in self.quoting:
                 return True  # a quoted identifier
             if _name(func) == "int":
                 return True  # a number carries no SQL (MariaDB's WAIT n cannot be a parameter)
@@ -152,6 +164,13 @@ def test_the_checker_catches_sql_built_from_values() -> None:
     assert check_source('sql = f"DELETE FROM t WHERE name = \'{name}\'"\ncursor.execute(sql)')
     assert check_source('Model.objects.raw(f"SELECT * FROM t WHERE a = {a}")')
     assert check_source('qs.extra(f"x = {a}")')
+
+
+def test_a_helper_counts_as_quoting_only_when_all_it_returns_is_quoted() -> None:
+    quoting = 'def column(f):\n    return connection.ops.quote_name(f.column)\n'
+    assert check_source(quoting + 'cursor.execute(f"SELECT {column(f)} FROM t")') == []
+    leaking = 'def column(f):\n    return f.column\n'
+    assert check_source(leaking + 'cursor.execute(f"SELECT {column(f)} FROM t")')
 
 
 def test_the_checker_accepts_parameters_and_quoted_identifiers() -> None:
