@@ -10,7 +10,9 @@ the notification does the waking). Use it in place of the ORM broker::
     Q_CLUSTER = {"orm": "default", "poll": 2, ...,
                  "broker_class": "django_workflows.runners.listen_broker.ListenORM"}
 
-On a database other than PostgreSQL it is the ORM broker as it is. A notification
+It listens through psycopg 3, Django's PostgreSQL driver of choice (with psycopg2
+only, it is the ORM broker as it is). On a database other than PostgreSQL it is the
+ORM broker as it is too. A notification
 is sent when the enqueuing transaction commits (our runner enqueues after the
 command's commit), and a lost one only costs a poll.
 """
@@ -18,6 +20,7 @@ command's commit), and a lost one only costs a poll.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from typing import Any
 
@@ -43,6 +46,10 @@ class ListenORM(ORM):
     def _on_postgresql() -> bool:
         return connections[Conf.ORM].vendor == "postgresql"
 
+    @staticmethod
+    def _can_listen() -> bool:
+        return ListenORM._on_postgresql() and importlib.util.find_spec("psycopg") is not None
+
     def enqueue(self, task: Any) -> Any:
         pk = super().enqueue(task)
         if self._on_postgresql():
@@ -51,7 +58,7 @@ class ListenORM(ORM):
         return pk
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
-        if not self._on_postgresql():
+        if not self._can_listen():
             return super().dequeue()
         listener = self._listening()  # before looking: a task enqueued after the look wakes it
         tasks = self._take()
