@@ -124,6 +124,13 @@ def stop(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)
 
 
+def as_from_a_terminal() -> None:
+    """Ctrl-C and SIGTERM as a terminal gives them: a shell started with a signal ignored
+    cannot trap it, and code run earlier in this process may have ignored SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "demo.log"
                ) -> Demo:
     """``./scripts/demo`` with its database in ``directory``, answering on ``port``."""
@@ -135,7 +142,8 @@ def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "dem
     with log.open("wb") as output:
         process = subprocess.Popen([str(ROOT / "scripts" / "demo"), *arguments], cwd=ROOT,
                                    env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   preexec_fn=as_from_a_terminal)
     running = Demo(process, f"http://127.0.0.1:{port}", port, log)
     try:
         wait_until(lambda: server_answers(running.url), seconds=START_DEADLINE,
