@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 import pytest
 from django.db import connection
 
 from django_workflows import services
 from django_workflows.models import Attempt, WorkflowInstance
-from django_workflows.runners.listen_broker import ListenORM
 from tests.qcluster import background, queue_name, wait_for
 
 from .conftest import UNSETTLED
+
+if TYPE_CHECKING:
+    from django_workflows.runners.listen_broker import ListenORM
 
 pytestmark = [pytest.mark.postgres, pytest.mark.needs_q2, pytest.mark.django_db(transaction=True)]
 POLL = 5.0
@@ -26,6 +29,8 @@ POLL = 5.0
 @pytest.fixture
 def listen_broker(settings, monkeypatch: pytest.MonkeyPatch) -> ListenORM:
     from django_q.conf import Conf
+
+    from django_workflows.runners.listen_broker import ListenORM  # needs the [q2] extra
 
     monkeypatch.setattr(Conf, "POLL", POLL)
     monkeypatch.setattr(Conf, "ORM", "default")
