@@ -27,3 +27,20 @@ def wf(db, customer):
     """A WorkflowTester acting as the customer (pass ``user=`` to act as someone else)."""
     with WorkflowTester(user=customer) as tester:
         yield tester
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for a module's browser tests (tests/example/browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    from .browser import launch
+
+    # Playwright's sync API runs an event loop in this thread while the browser is
+    # open; the test's own ORM calls (and the database teardown) are still synchronous.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            yield browser
+            browser.close()

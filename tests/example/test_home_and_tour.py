@@ -13,7 +13,7 @@ from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
 from django_workflows.models import WorkflowInstance, WorkflowTask
 from example_project.shop import tour
 
-from .browser import launch, screenshot
+from .browser import screenshot
 
 pytestmark = pytest.mark.urls("tests.example.urls")
 
@@ -129,18 +129,6 @@ def test_next_order_number_follows_the_highest_given(db):
 
 
 # -- in a browser ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            browser = launch(playwright)
-            yield browser
-            browser.close()
 
 
 @pytest.mark.browser

@@ -11,26 +11,12 @@ from django_workflows.models import WorkflowInstance
 from example_project.shop.models import Customer
 from tests.factories import UserFactory
 
-from .browser import launch, screenshot
+from .browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.needs_api, pytest.mark.slow,
               pytest.mark.urls("tests.example.urls")]
 
 PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread while the browser is
-    # open; the test's own ORM calls (and the database teardown) are still synchronous.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            browser = launch(playwright)
-            yield browser
-            browser.close()
 
 
 @pytest.fixture
@@ -125,13 +111,17 @@ def test_a_value_the_state_schema_refuses_is_shown_beside_its_field(page):
     screenshot(page, "wizard-schema-error")
 
 
-def test_a_reloaded_page_continues_where_the_customer_left_off(page):
+def to_the_plan(page):
     page.click("#start")
     on_screen(page, "profile")
     page.fill("#name", "Ann Lee")
     page.fill("#email", "ann@example.com")
     page.click("#next")
     on_screen(page, "plan")
+
+
+def test_a_reloaded_page_continues_where_the_customer_left_off(page):
+    to_the_plan(page)
 
     page.goto("/wizard/")
     page.click("#resume")
@@ -148,12 +138,7 @@ def buttons(page):
 
 
 def to_the_review(page):
-    page.click("#start")
-    on_screen(page, "profile")
-    page.fill("#name", "Ann Lee")
-    page.fill("#email", "ann@example.com")
-    page.click("#next")
-    on_screen(page, "plan")
+    to_the_plan(page)
     page.click("#skip")
     on_screen(page, "document")
     page.fill("#document_number", "L01X00T47")
