@@ -52,7 +52,9 @@ DECLINES = {
 }
 KNOWN_METHODS = {"pm_card_ok", "pm_card_slow", *DECLINES}
 
-_random = random.Random()
+# From the OS, not a seeded state: django-q2 forks its workers from one process, and a
+# copied state made them all fail (or succeed) their charges in lockstep.
+_random = random.SystemRandom()
 
 
 class ProviderError(Exception):

@@ -251,3 +251,26 @@ def test_a_rollback_waits_for_a_charge_the_bank_has_not_confirmed_then_refunds_i
 
     assert Refund.objects.get(charge=charge).amount_cents == 500
     assert ctx.logs[0] == f"Waiting for the bank to confirm {charge.id} before refunding it"
+
+
+def _outages_seen_by_a_forked_worker(queue) -> None:
+    queue.put([payments._happens(0.5) for _ in range(32)])
+
+
+def test_forked_workers_do_not_see_the_same_outages() -> None:
+    # django-q2 forks its workers from one process: with one random state copied into each,
+    # every worker's first charge failed together (the demo's slow order then waited a
+    # minute of backoff before its progress showed).
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    workers = [context.Process(target=_outages_seen_by_a_forked_worker, args=(queue,))
+               for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    seen = [queue.get(timeout=30) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=30)
+
+    assert seen[0] != seen[1]  # the same 32 draws of a fair coin: 1 in 4 billion
