@@ -10,63 +10,22 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import Any
 
-from django.db import connection
-from django.db.models import Field
 from django.utils import timezone
 
 from .. import clock, engine
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, Deadline
-from .persistence import definition_of, to_datetime
-from .statements import statements
-from .unit import Applied, unit_of_work
+from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from .attempt_statements import attempt_statements
+from .persistence import definition_of
+from .unit import Applied, Writes, unit_of_work
 
 logger = logging.getLogger("django_workflows")
 
 
-def _field(name: str) -> Field[Any, Any]:
-    """``Attempt``'s concrete field ``name`` (``get_field`` is typed to return relations too)."""
-    return cast("Field[Any, Any]", Attempt._meta.get_field(name))
-
-
-def _column(field: Field[Any, Any]) -> str:
-    """The quoted column of a concrete field (it has one; ``column`` is typed optional)."""
-    return connection.ops.quote_name(cast(str, field.column))
-
-
-def _update_attempt(token: str, values: dict[str, Any], *, only_if: str | None = None,
-                    finished_unless_stopped: bool = False) -> int:
-    """``UPDATE`` one attempt's row as ``filter(token=...).update(...)`` would, without
-    building the query each time (the ORM's query building was a fifth of a worker's CPU);
-    the number of rows it changed.
-
-    ``only_if``: only while its status is this one (the fence of a claim). With
-    ``finished_unless_stopped``, its status becomes finished, or dropped if it
-    was told to stop.
-    """
-    meta, qn = Attempt._meta, connection.ops.quote_name
-    fields = [_field(name) for name in values]
-    params = [field.get_db_prep_save(values[field.name], connection) for field in fields]
-    assignments = ", ".join(f"{_column(field)} = %s" for field in fields)
-    status_column = _column(_field("status"))
-    status = (f", {status_column} = CASE WHEN "
-              f"{_column(_field('stop_reason'))} = %s THEN %s ELSE %s END"
-              if finished_unless_stopped else "")
-    if finished_unless_stopped:
-        params += ["", AttemptStatus.FINISHED.value, AttemptStatus.DROPPED.value]
-    fence = f" AND {status_column} = %s" if only_if is not None else ""
-    sql = (f"UPDATE {qn(meta.db_table)} SET {assignments}{status} "
-           f"WHERE {_column(meta.pk)} = %s{fence}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, token, *([only_if] if only_if is not None else [])])
-        changed: int = cursor.rowcount
-        return changed
-
-
 def _report(token: str, instance_id: Any, command: engine.Command, *,
-            skip_locked: bool = False, then: Any = None,
+            skip_locked: bool = False, then: Any = None, writes: Writes | None = None,
             known_claims: dict[str, float] | None = None) -> Applied | None:
     if instance_id is None:
         instance_id = Attempt.objects.filter(token=token).values_list(
@@ -75,7 +34,7 @@ def _report(token: str, instance_id: Any, command: engine.Command, *,
             return None
     return unit_of_work(str(instance_id), command, lock_timeout=workflow_settings.LOCK_TIMEOUT,
                         missing_ok=True, skip_locked=skip_locked, then=then,
-                        known_claims=known_claims)
+                        writes=writes, known_claims=known_claims)
 
 
 @dataclass(frozen=True)
@@ -90,28 +49,16 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     """Claim a queued attempt; the work to run, or None when it is stale or taken.
 
     One fenced ``UPDATE`` of the attempt's row (queued -> running, with its
-    heartbeat and its own timeout), committed at once; the instance is only
-    read, after it, for the work to run.
+    heartbeat and its own timeout), committed at once, and a read of its
+    instance for the work to run (``services/attempt_statements.py``).
     """
-    meta, qn = Attempt._meta, connection.ops.quote_name
-    with connection.cursor() as cursor:  # no queryset: its building would cost more than this
-        cursor.execute(f"SELECT {_column(_field('instance'))}, "
-                       f"{_column(_field('timeout'))} FROM {qn(meta.db_table)} "
-                       f"WHERE {_column(meta.pk)} = %s", [token])
-        found = cursor.fetchone()
-    if found is None:
-        return None  # its instance was deleted
-    instance_id, timeout = found
     at = clock.now()
-    claimed = _update_attempt(token, {
-        "status": AttemptStatus.RUNNING, "claimed_at": to_datetime(at),
-        "heartbeat_at": timezone.now(), "worker": worker, "live_status": "running",
-        "timeout_at": to_datetime(at + timeout) if timeout else None,
-    }, only_if=AttemptStatus.QUEUED)
+    claimed, row = attempt_statements().claim(token, at, timezone.now(), worker)
     if not claimed:
-        logger.info("Attempt %s was stopped or taken by another worker; not running it", token)
+        logger.info("Attempt %s was stopped or taken by another worker, or its instance "
+                    "was deleted; not running it", token)
         return None
-    work = _work_of(token, instance_id)
+    work = None if row is None else _work_of(token, row)
     if work is None:  # the instance moved on before the claim
         logger.info("Attempt %s is stale; not running it", token)
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
@@ -120,11 +67,8 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     return Claimed(work, at)
 
 
-def _work_of(token: str, instance_id: Any) -> engine.Work | None:
-    """The work ``token`` names in its instance as saved (read without a lock)."""
-    row = statements().row(instance_id)
-    if row is None:
-        return None
+def _work_of(token: str, row: WorkflowInstance) -> engine.Work | None:
+    """The work ``token`` names in its instance as saved."""
     definition = definition_of(row.workflow)
     snapshot = engine.load(definition, row.engine_data(), nested=row.parent_id is not None)
     return engine.find_work({snapshot.id: definition}, snapshot, token)
@@ -137,18 +81,20 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
     The attempt's row gets the last progress and log lines. ``claimed_at``, from
     its worker, records the claim with it without asking the attempt's row.
     """
-    def record(applied: Applied) -> None:
+    def record(outcome: engine.Outcome) -> list[tuple[str, list[Any]]]:
         values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
         if result.progress is not None:
             values["progress"] = asdict(result.progress)
         if result.logs:
             values["logs"] = list(result.logs)
-        if not applied.outcome.moved:
+        if not outcome.moved:
             values["status"] = AttemptStatus.DROPPED
         # Told to stop (cancel, timeout): whatever it returned was discarded.
-        _update_attempt(token, values, finished_unless_stopped=applied.outcome.moved)
+        return [attempt_statements().update_of(token, values,
+                                               finished_unless_stopped=outcome.moved)]
 
-    applied = _report(token, instance_id, engine.AttemptFinished(token, result), then=record,
+    # The attempt's row is written with the instance's (one round trip on PostgreSQL).
+    applied = _report(token, instance_id, engine.AttemptFinished(token, result), writes=record,
                       known_claims=None if claimed_at is None else {token: claimed_at})
     if applied is None:
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, overload
@@ -102,8 +103,10 @@ class Saved:
 
 
 def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
-                 outcome: engine.Outcome, *, actor: Any = None) -> Saved:
-    """Write the changed instances (revision + 1), their events, and the effects' rows."""
+                 outcome: engine.Outcome, *, actor: Any = None,
+                 also: Sequence[tuple[str, list[Any]]] = ()) -> Saved:
+    """Write the changed instances (revision + 1), their events, and the effects' rows;
+    ``also``: other rows' statements, sent with the instances' own."""
     rows = {str(row.pk): row for row in chain}
     old_states = {node.id: node.state for node in before.tree()}
     events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
@@ -130,7 +133,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                 event_rows[id(event)] = event_row
     # In the order the engine emitted them across the tree (a child's cancel first).
     saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
-    statements().write(updates, saved.events)
+    statements().write(updates, saved.events, also)
     saved.dispatch = _store_effects(outcome.effects)
     _store_tasks(rows, outcome.effects)
     return saved

@@ -12,15 +12,18 @@ the app's own ``workflow_event`` signal is.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
+from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field
 from django.db.models.sql import Query
 
-from ..models import WorkflowEvent, WorkflowInstance
+from ..models import Attempt, WorkflowEvent, WorkflowInstance
 
 ATTRIBUTE = "_django_workflows_statements"  # on the connection: its statements
 SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
@@ -40,13 +43,15 @@ class Statements:
         self.attnames = [field.attname for field in self.fields]
         self.by_name = {field.name: field for field in self.fields}
         self.table = qn(meta.db_table)
-        self.where_pk = f"{qn(self.pk.column)} = %s"
+        self.pk_column = qn(self.pk.column)
+        self.where_pk = f"{self.pk_column} = %s"
         columns = ", ".join(qn(field.column) for field in self.fields)
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
         parent = qn(meta.get_field("parent").column)
         self.select_root = (f"SELECT {columns} FROM {self.table} "
                             f"WHERE {self.where_pk} AND {parent} IS NULL{lock}")
-        self.read = f"SELECT {columns} FROM {self.table} WHERE {self.where_pk}"
+        self.select_columns = f"SELECT {columns} FROM {self.table}"
+        self.read = f"{self.select_columns} WHERE {self.where_pk}"
         self.select = self.read + lock
         # InnoDB (MariaDB, MySQL) locks every row a locking read looks at, even one its WHERE
         # then refuses: select_root would lock a child before its root. There the root is
@@ -75,6 +80,7 @@ class Statements:
             f"SELECT set_config('lock_timeout', current_setting('{SAVED_LOCK_TIMEOUT}'), true)"
         ) if _several_statements_at_once(connection) else None
         self.several_at_once = self.bounded_root is not None
+        self.claim_and_read = self._claim_and_read() if self.several_at_once else None
         self.compiler = ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection,
                                                      connection.alias)
         self.converters = self.compiler.get_converters(
@@ -89,6 +95,44 @@ class Statements:
         self.event_values = f"({', '.join(['%s'] * len(self.event_fields))})"
         self.returning = f" RETURNING {qn(events.pk.column)}"
         self.can_return = connection.features.can_return_rows_from_bulk_insert
+        # PostgreSQL takes a batch of events as one JSON parameter: binding a dozen
+        # parameters per event cost more of a worker's CPU than anything else it sent.
+        self.events_as_json = connection.vendor == "postgresql"
+        event_columns = ", ".join(qn(field.column) for field in self.event_fields)
+        typed = ", ".join(f"{qn(field.column)} {field.db_type(connection)}"
+                          for field in self.event_fields)
+        self.insert_events_json = (
+            f"INSERT INTO {qn(events.db_table)} ({event_columns}) SELECT {event_columns} "
+            f"FROM jsonb_to_recordset(%s::jsonb) AS dwf_event({typed}){self.returning}")
+
+    def _claim_and_read(self) -> str:
+        """A worker's claim of a queued attempt, with its own timeout reckoned from its row,
+        and the read of its instance: two statements for one round trip (PostgreSQL)."""
+        qn, attempts = self.connection.ops.quote_name, Attempt._meta
+
+        def column(name: str) -> str:
+            quoted: str = qn(cast("Field[Any, Any]", attempts.get_field(name)).column)
+            return quoted
+
+        table = qn(attempts.db_table)
+        timeout = column("timeout")
+        return (f"UPDATE {table} SET {column('status')} = %s, {column('claimed_at')} = %s, "
+                f"{column('heartbeat_at')} = %s, {column('worker')} = %s, "
+                f"{column('live_status')} = %s, {column('timeout_at')} = CASE WHEN "
+                f"{timeout} <> 0 THEN %s::timestamptz + {timeout} * interval '1 second' END "
+                f"WHERE {column('token')} = %s AND {column('status')} = %s; "
+                f"{self.select_columns} WHERE {self.pk_column} = "
+                f"(SELECT {column('instance')} FROM {table} WHERE {column('token')} = %s)")
+
+    def claim(self, params: list[Any]) -> tuple[bool, WorkflowInstance | None]:
+        """Run ``claim_and_read`` (its parameters in order): whether the attempt was still
+        queued, and its instance as committed."""
+        assert self.claim_and_read is not None
+        with self.connection.cursor() as cursor:
+            cursor.execute(self.claim_and_read, params)
+            claimed = cursor.rowcount == 1
+            cursor.nextset()
+            return claimed, self.row_of(cursor.fetchall())
 
     def pk_value(self, value: Any) -> Any:
         return self.pk.get_db_prep_value(self.pk.to_python(value), self.connection)
@@ -105,13 +149,13 @@ class Statements:
         sql = (self.select_root if root else self.select) + wait
         with self.connection.cursor() as cursor:
             cursor.execute(sql, [self.pk_value(pk)])
-            return self._row(cursor.fetchall())
+            return self.row_of(cursor.fetchall())
 
     def row(self, pk: Any) -> WorkflowInstance | None:
         """The row ``pk`` as committed, without a lock (a worker's claim reads its work)."""
         with self.connection.cursor() as cursor:
             cursor.execute(self.read, [self.pk_value(pk)])
-            return self._row(cursor.fetchall())
+            return self.row_of(cursor.fetchall())
 
     def locked_root_of(self, pk: Any, *, within: float | None = None
                        ) -> WorkflowInstance | None:
@@ -125,7 +169,7 @@ class Statements:
                 if within is not None and self.waits_in_statement else "")
         with self.connection.cursor() as cursor:
             cursor.execute(self.select_root_of + wait, [self.pk_value(pk)])
-            return self._row(cursor.fetchall())
+            return self.row_of(cursor.fetchall())
 
     def locked_root_within(self, pk: Any, seconds: float) -> WorkflowInstance | None:
         """``locked(pk, root=True)``, waiting at most ``seconds`` for the lock, in one round trip.
@@ -139,9 +183,10 @@ class Statements:
                                                self.pk_value(pk)])
             cursor.nextset()
             cursor.nextset()
-            return self._row(cursor.fetchall())
+            return self.row_of(cursor.fetchall())
 
-    def _row(self, rows: Iterable[Sequence[Any]]) -> WorkflowInstance | None:
+    def row_of(self, rows: Iterable[Sequence[Any]]) -> WorkflowInstance | None:
+        """The instance a query of ``select_columns`` fetched (None: no row)."""
         if not rows:
             return None
         if self.converters:
@@ -169,31 +214,34 @@ class Statements:
         params.append(self.pk.get_db_prep_value(row.pk, self.connection))
         return sql, params
 
-    def write(self, updates: Sequence[tuple[str, list[Any]]], events: list[WorkflowEvent]
-              ) -> None:
-        """The instances' ``updates`` (from :meth:`update_of`), then the events' ``INSERT``.
+    def write(self, updates: Sequence[tuple[str, list[Any]]], events: list[WorkflowEvent],
+              also: Sequence[tuple[str, list[Any]]] = ()) -> None:
+        """The instances' ``updates`` (from :meth:`update_of`), ``also`` (other rows'
+        statements, such as the attempt's), then the events' ``INSERT``.
 
-        Where several statements go at once (PostgreSQL with client-side binding), a
-        command's updates and its events' insert are one round trip.
+        Where several statements go at once (PostgreSQL with client-side binding), they
+        are one round trip.
         """
-        together = (self.several_at_once and self.can_return and updates and events
-                    and len(events) <= self.batch_size(events))
+        inserts = self._inserts(events)
+        together = [*updates, *also, *((sql, params) for sql, params, _ in inserts)]
         with self.connection.cursor() as cursor:
-            if not together:
+            if not (self.several_at_once and len(inserts) <= 1 and len(together) > 1):
                 for sql, params in updates:
                     cursor.execute(sql, params)
                     self._updated_one(cursor)
-                self.insert(events)
+                for sql, params in also:
+                    cursor.execute(sql, params)
+                self._insert(cursor, events, inserts)
                 return
-            insert = (self.insert_events + ", ".join([self.event_values] * len(events))
-                      + self.returning)
-            cursor.execute("; ".join(sql for sql, _ in updates) + "; " + insert,
-                           [param for _, params in updates for param in params]
-                           + self._insert_params(events))
+            cursor.execute("; ".join(sql for sql, _ in together),
+                           [param for _, params in together for param in params])
             for _ in updates:
                 self._updated_one(cursor)
                 cursor.nextset()
-            self._keys(events, cursor.fetchall())
+            for _ in also:
+                cursor.nextset()
+            if inserts:
+                self._keys(events, cursor.fetchall())
 
     @staticmethod
     def _updated_one(cursor: Any) -> None:
@@ -207,19 +255,40 @@ class Statements:
 
     def insert(self, events: list[WorkflowEvent]) -> None:
         """Insert event rows in one statement (per batch), setting their primary keys."""
-        if not events:
-            return
-        if not self.can_return:
+        with self.connection.cursor() as cursor:
+            self._insert(cursor, events, self._inserts(events))
+
+    def _insert(self, cursor: Any, events: list[WorkflowEvent],
+                inserts: list[tuple[str, list[Any], list[WorkflowEvent]]]) -> None:
+        if events and not self.can_return:
             WorkflowEvent.objects.bulk_create(events)
-            return
-        size = self.batch_size(events)
+        for sql, params, batch in inserts:
+            cursor.execute(sql, params)
+            self._keys(batch, cursor.fetchall())
+
+    def _inserts(self, events: list[WorkflowEvent]
+                 ) -> list[tuple[str, list[Any], list[WorkflowEvent]]]:
+        """The events' ``INSERT`` statements, a batch each: SQL, parameters, the batch.
+        None where the database cannot return their keys (``bulk_create`` inserts them)."""
+        if not events or not self.can_return:
+            return []
+        size = MAX_BATCH if self.events_as_json else self.batch_size(events)
+        inserts = []
         for start in range(0, len(events), size):
             batch = events[start:start + size]
-            insert = (self.insert_events + ", ".join([self.event_values] * len(batch))
-                      + self.returning)
-            with self.connection.cursor() as cursor:
-                cursor.execute(insert, self._insert_params(batch))
-                self._keys(batch, cursor.fetchall())
+            if self.events_as_json:
+                inserts.append((self.insert_events_json, [self._json_rows(batch)], batch))
+            else:
+                inserts.append((self.insert_events + ", ".join([self.event_values] * len(batch))
+                                + self.returning, self._insert_params(batch), batch))
+        return inserts
+
+    def _json_rows(self, batch: list[WorkflowEvent]) -> str:
+        """The batch as the JSON array ``insert_events_json`` takes. Its fields are plain
+        (numbers, text, keys, a time, JSON): their values need no preparing but this."""
+        fields = [(field.column, field.attname) for field in self.event_fields]
+        return json.dumps([{column: _json_scalar(getattr(event, attname))
+                            for column, attname in fields} for event in batch])
 
     def _insert_params(self, batch: list[WorkflowEvent]) -> list[Any]:
         return [field.get_db_prep_save(field.pre_save(event, True), self.connection)
@@ -230,6 +299,15 @@ class Statements:
             event.pk = key
             event._state.adding = False
             event._state.db = self.connection.alias
+
+
+def _json_scalar(value: Any) -> Any:
+    """A value as PostgreSQL reads it back from JSON text (JSON values stay as they are)."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, UUID):
+        return str(value)
+    return value
 
 
 def whole_seconds(seconds: float) -> int:

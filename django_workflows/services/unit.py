@@ -16,7 +16,7 @@ Nothing else runs under the lock: the caller shows the result after commit.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -33,6 +33,10 @@ from .locking import busy_as_error, lock_tree, root_id
 from .persistence import Saved, definition_of, load_chain, save_outcome
 
 logger = logging.getLogger("django_workflows")
+
+
+# Statements for other rows a unit writes with the instance's, given the engine's outcome.
+Writes = Callable[[engine.Outcome], Sequence[tuple[str, list[Any]]]]
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
                  skip_locked: bool = False, missing_ok: bool = False,
                  still_due: Callable[[], bool] | None = None,
                  then: Callable[[Applied], None] | None = None,
+                 writes: Writes | None = None,
                  known_claims: Mapping[str, float] | None = None) -> Applied | None:
     """Apply ``command`` to the instance ``instance_id`` (see the module's docstring).
 
@@ -87,7 +92,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
     reports). None is returned when ``skip_locked`` found the tree busy,
     ``missing_ok`` found it deleted, or ``still_due()`` (asked under the lock)
     says the command is no longer due. ``then(applied)`` runs in the same
-    transaction, for the caller's own rows (an attempt's, a deadline's).
+    transaction, for the caller's own rows (an attempt's, a deadline's); ``writes(outcome)``
+    gives statements of such rows to send with the instance's own.
     A replayed idempotency key returns the first result (or raises its refusal).
     Attempts workers claimed since the snapshot was saved (``services/claims.py``)
     are recorded first; ``known_claims`` names those the caller knows (token: when).
@@ -117,7 +123,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
         definition, tree = load_chain(chain)
         outcome = engine.apply(definition, tree, command, env_for(user), target=instance_id,
                                claimed=claims_of(tree, known=known_claims))
-        saved = save_outcome(chain, tree, outcome, actor=actor(user))
+        saved = save_outcome(chain, tree, outcome, actor=actor(user),
+                             also=writes(outcome) if writes is not None else ())
         applied = Applied(outcome, saved.rows[instance_id], definition)
         if key_row is not None:
             idempotency.remember(key_row, applied.instance, applied.refusal)

@@ -108,3 +108,50 @@ def test_the_update_and_the_events_go_in_one_round_trip_where_the_database_allow
     together = statements().several_at_once
     assert len(seen.under_lock()) == (2 if together else 3)
     assert together == (connection.vendor == "postgresql")
+
+
+@pytest.fixture
+def one_operation():
+    """One step whose one operation a worker runs, then the end."""
+    from django_workflows import Operation, Step, Transition, Workflow, registry
+
+    definition = Workflow(id="one-operation", steps=[
+        Step("work", advance="auto", operations=[Operation("op", run=lambda ctx: "ok")]),
+        Step("done")], transitions=[Transition("work", "done")])
+    registry.register(definition, origin="tests.api.test_lock_hold")
+    yield definition
+    registry.unregister(definition.id)
+
+
+def test_a_worker_claims_in_one_round_trip_and_records_its_result_with_the_instance(
+        monkeypatch, one_operation):
+    """The worker's own path: the claim's fenced UPDATE and the read of its work; then,
+    under the lock, the instance, the attempt's row and the events, and nothing else."""
+    from django.test import override_settings
+
+    from django_workflows import services
+    from django_workflows.engine import AttemptOutcome
+    from django_workflows.models import Attempt, WorkflowInstance
+    from tests.services.test_background import HOLDING, HoldingRunner
+
+    HoldingRunner.held.clear()
+    with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
+        instance = services.create("one-operation", start=True)
+    (token,) = HoldingRunner.held
+    claiming, finishing = Statements(), Statements()
+    finishing.mark_commits(monkeypatch)
+
+    with connection.execute_wrapper(claiming):
+        claimed = services.claim_attempt(token, worker="w1")
+    with connection.execute_wrapper(finishing):
+        assert services.finish_attempt(token, AttemptOutcome(ok=True, value="ok"),
+                                       instance_id=str(instance.pk), claimed_at=claimed.at)
+
+    together = connection.vendor == "postgresql"
+    assert [verbs([sql]) for sql in claiming.sql] == (
+        [["UPDATE", "SELECT"]] if together else [["SELECT"], ["UPDATE"], ["SELECT"]])
+    assert verbs(finishing.under_lock()) == ["LOCK", "UPDATE", "UPDATE", "INSERT"]
+    assert len(finishing.under_lock()) == (2 if together else 4)
+    attempt = Attempt.objects.get(token=token)
+    assert (attempt.status, attempt.worker) == ("finished", "w1")
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "done"

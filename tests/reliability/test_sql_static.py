@@ -89,6 +89,8 @@ class Checker:
                 return True  # a quoted identifier
             if _name(func) == "int":
                 return True  # a number carries no SQL (MariaDB's WAIT n cannot be a parameter)
+            if _name(func) == "db_type":
+                return True  # a column's type, as the field declares it for the database
             if isinstance(func, ast.Attribute) and func.attr == "get":  # cache.get(key)
                 return self.is_safe(func.value)
             if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from django_workflows import Operation, Step, Workflow, registry, services
 from django_workflows.engine import AttemptOutcome
-from django_workflows.models import Attempt, AttemptStatus, Deadline, WorkflowInstance
+from django_workflows.models import Attempt, Deadline, WorkflowInstance
 from django_workflows.queries import live_operations
 from tests.testapp import workflows as testapp
 
@@ -509,20 +509,19 @@ def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypat
 def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
     """Two workers get one token (a redispatch, a broker retry) and both see it queued:
     both send the claim's fenced UPDATE at once, and only one finds it still queued."""
-    from django_workflows.services import attempts as service_attempts
+    from django_workflows.services.attempt_statements import AttemptStatements
 
     with runner(HOLDING):
         services.create("back-office", start=True)
     (token,) = HoldingRunner.held
     both_ready = threading.Barrier(2, timeout=30)
-    real_update = service_attempts._update_attempt
+    real_claim = AttemptStatements.claim
 
-    def update_together(*args, **kwargs):
-        if kwargs.get("only_if") == AttemptStatus.QUEUED:
-            both_ready.wait()  # each read the attempt as queued; now both claim it
-        return real_update(*args, **kwargs)
+    def claim_together(self, *args, **kwargs):
+        both_ready.wait()  # each saw the attempt queued; now both claim it
+        return real_claim(self, *args, **kwargs)
 
-    monkeypatch.setattr(service_attempts, "_update_attempt", update_together)
+    monkeypatch.setattr(AttemptStatements, "claim", claim_together)
     claimed: list = []
 
     def claim(worker: str) -> None:
