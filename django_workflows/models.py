@@ -57,9 +57,11 @@ class WorkflowInstance(models.Model):
     parent = models.ForeignKey("self", verbose_name=_("parent"), null=True, blank=True,
                                on_delete=models.CASCADE, related_name="children")
     parent_step = models.CharField(_("parent step"), max_length=200, blank=True, default="")
+    # No index of its own: dwf_instance_owner_updated starts with it, and every index
+    # is written again by every command.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("owner"), null=True,
                               blank=True, on_delete=models.SET_NULL,
-                              related_name="workflow_instances")
+                              related_name="workflow_instances", db_index=False)
     revision = models.PositiveIntegerField(_("revision"), default=0)
     last_event = models.PositiveIntegerField(_("last event number"), default=0)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
@@ -156,8 +158,11 @@ class WorkflowInstance(models.Model):
 class WorkflowEvent(models.Model):
     """The append-only event log of an instance, numbered from 1."""
 
+    # No index of its own: dwf_event_instance_sequence starts with it (each event saved
+    # one index entry fewer).
     instance = models.ForeignKey(WorkflowInstance, verbose_name=_("instance"),
-                                 on_delete=models.CASCADE, related_name="events")
+                                 on_delete=models.CASCADE, related_name="events",
+                                 db_index=False)
     sequence = models.PositiveIntegerField(_("number"))
     type = models.CharField(_("type"), max_length=40)
     step = models.CharField(_("step"), max_length=200, blank=True, default="")
