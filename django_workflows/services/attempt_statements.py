@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Field
 
 from ..models import Attempt, AttemptStatus, WorkflowInstance
 from .persistence import to_datetime
-from .statements import statements
+from .statements import on_connection, statements
 
 ATTRIBUTE = "_django_workflows_attempt_statements"  # on the connection
 
@@ -109,9 +109,4 @@ class AttemptStatements:
 
 def attempt_statements(alias: str = DEFAULT_DB_ALIAS) -> AttemptStatements:
     """The attempt statements of this thread's connection ``alias``, built on first use."""
-    connection = connections[alias]
-    built = getattr(connection, ATTRIBUTE, None)
-    if built is None:
-        built = AttemptStatements(connection)
-        setattr(connection, ATTRIBUTE, built)
-    return built
+    return on_connection(alias, ATTRIBUTE, AttemptStatements)

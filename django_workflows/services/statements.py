@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -25,6 +25,7 @@ from django.db.models.sql import Query
 
 from ..models import Attempt, WorkflowEvent, WorkflowInstance
 
+T = TypeVar("T")
 ATTRIBUTE = "_django_workflows_statements"  # on the connection: its statements
 SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
@@ -332,15 +333,21 @@ def _several_statements_at_once(connection: Any) -> bool:
         "server_side_binding") is not True
 
 
-def statements(alias: str = DEFAULT_DB_ALIAS) -> Statements:
-    """The statements of this thread's connection ``alias``, built on its first use.
+def on_connection(alias: str, attribute: str, build: Callable[[Any], T]) -> T:
+    """What ``build(connection)`` makes for this thread's connection ``alias``, built on
+    its first use.
 
-    They live on the connection object, and go with it (a weak-keyed cache
-    would keep every thread's connection alive: the statements refer to it).
+    It lives on the connection object, and goes with it (a weak-keyed cache
+    would keep every thread's connection alive: what is built refers to it).
     """
     connection = connections[alias]
-    built = getattr(connection, ATTRIBUTE, None)
+    built: T | None = getattr(connection, attribute, None)
     if built is None:
-        built = Statements(connection)
-        setattr(connection, ATTRIBUTE, built)
+        built = build(connection)
+        setattr(connection, attribute, built)
     return built
+
+
+def statements(alias: str = DEFAULT_DB_ALIAS) -> Statements:
+    """The statements of this thread's connection ``alias``, built on its first use."""
+    return on_connection(alias, ATTRIBUTE, Statements)
