@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
 from . import engine
 from .conf import workflow_settings
@@ -45,8 +45,6 @@ class DatabaseSink:
         self._reason: str | None = None
         self._last_write = time.monotonic()
         self._last_check = 0.0
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # -- the AttemptSink protocol ------------------------------------------
 
@@ -76,10 +74,15 @@ class DatabaseSink:
 
     # -- writing -------------------------------------------------------------
 
+    @property
+    def due_at(self) -> float:
+        """When (``time.monotonic()``) the next write or look at the stop flag is due."""
+        return max(self._last_write, self._last_check) + self.tick
+
     def _write(self, *, force: bool) -> None:
         """One UPDATE (heartbeat, progress, logs) or one SELECT of the stop flag."""
         now = time.monotonic()
-        if not force and now - max(self._last_write, self._last_check) < self.tick:
+        if not force and now < self.due_at:
             return
         with self._lock:
             dirty, self._dirty = self._dirty, False
@@ -91,30 +94,93 @@ class DatabaseSink:
             self._last_write = now
         self._last_check = now
 
-    def _beat(self) -> None:
-        try:
-            while not self._done.wait(self.tick):
-                try:
-                    self._write(force=False)
-                except Exception:  # a lost connection must not kill the heartbeat
-                    logger.exception("Heartbeat of attempt %s failed", self.token)
-                    close_old_connections()
-        finally:
-            connection.close()
-
     def start(self) -> None:
         if self.threaded:
-            self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{self.token}",
-                                            daemon=True)
-            self._thread.start()
+            heartbeats.add(self)
 
     def close(self, *, flush: bool = True) -> None:
         """Stop the heartbeat; with ``flush``, write what was reported since the last write."""
-        self._done.set()
-        if self._thread is not None:
-            self._thread.join()
+        if self.threaded:
+            heartbeats.remove(self)
         if flush:
             self._write(force=True)
+
+
+class Heartbeats:
+    """One thread per worker process beats for the attempts it runs.
+
+    Started on first use (in the worker, after django-q2 forked it) and kept:
+    a thread started and joined for every attempt cost a no-op operation more
+    than the operation itself. It wakes when the first sink is due
+    (:meth:`DatabaseSink._write` says whether anything is) and at least every
+    ``IDLE`` seconds; an attempt that ends before its first turn costs it
+    nothing, not even a wake-up. Once it has no attempt left, its database
+    connection is closed or kept as ``CONN_MAX_AGE`` says.
+    """
+
+    IDLE = 1.0
+
+    def __init__(self) -> None:
+        self._reset()
+        # A thread does not survive a fork, and a lock it held would stay held.
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._sinks: set[DatabaseSink] = set()
+        self._changed = threading.Condition()
+        self._writing = threading.Lock()  # held while the thread writes a sink's beat
+        self._wake_at = 0.0  # time.monotonic() the thread sleeps until
+        self._used_database = False  # since it last had no attempt
+        self._thread: threading.Thread | None = None
+
+    def add(self, sink: DatabaseSink) -> None:
+        with self._changed:
+            self._sinks.add(sink)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="django-workflows-heartbeat")
+                self._thread.start()
+            elif sink.due_at < self._wake_at:
+                self._changed.notify()
+
+    def remove(self, sink: DatabaseSink) -> None:
+        """Take ``sink`` out; a beat of it under way is over when this returns, and so is
+        the thread's use of its connection if no attempt is left."""
+        with self._changed:
+            self._sinks.discard(sink)
+            if not self._sinks and self._used_database:
+                self._changed.notify()
+                self._changed.wait_for(lambda: self._sinks or not self._used_database,
+                                       timeout=10)
+        with self._writing:
+            pass
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                if not self._sinks and self._used_database:
+                    close_old_connections()
+                    self._used_database = False
+                    self._changed.notify_all()
+                now = time.monotonic()
+                self._wake_at = min((sink.due_at for sink in self._sinks),
+                                    default=now + self.IDLE)
+                if self._wake_at > now:
+                    self._changed.wait(self._wake_at - now)
+                due = [sink for sink in self._sinks if sink.due_at <= time.monotonic()]
+                self._used_database |= bool(due)
+            for sink in due:
+                with self._writing:
+                    if sink not in self._sinks:  # its attempt ended meanwhile
+                        continue
+                    try:
+                        sink._write(force=False)
+                    except Exception:  # a lost connection must not end the heartbeats
+                        logger.exception("Heartbeat of attempt %s failed", sink.token)
+                        close_old_connections()
+
+
+heartbeats = Heartbeats()
 
 
 def run_attempt(token: str, *, heartbeat_thread: bool = True,
