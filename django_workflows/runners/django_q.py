@@ -3,7 +3,11 @@
 Only attempt tokens go to the broker. django-q2 is a dumb executor: our own
 tables say what runs and what happened, so a lost, repeated or late task
 changes nothing (the claim is refused) and a lost one is handed out again by
-the sweep.
+the sweep. For the same reason django-q2 keeps no success row of its own for
+an attempt (``save=False``): the attempt's row is the record, and writing a
+second one cost the cluster's monitor more than the operation cost its
+worker. A task that failed (our code raising) is still saved, as django-q2
+saves every failure.
 """
 
 from __future__ import annotations
@@ -41,4 +45,4 @@ class Runner:
             instance_id, timeout = rows[token]
             # The instance's id saves the worker looking it up before it claims.
             async_task(TASK, token, str(instance_id), task_name=f"workflow attempt {token}",
-                       timeout=task_timeout(timeout), broker=broker)
+                       timeout=task_timeout(timeout), save=False, broker=broker)

@@ -103,6 +103,22 @@ def test_an_operation_that_fails_twice_succeeds_on_its_third_attempt(cluster):
         (1, "finished"), (2, "finished"), (3, "finished")]
 
 
+def test_our_rows_are_the_record_of_a_finished_operation_django_q2_saves_none(cluster):
+    from django_q.models import Task
+    from django_q.tasks import async_task
+
+    instance = services.create("bg-retrying", state={"fail_times": 0}, start=True)
+    row = until(instance, at_step("done"), "the workflow to reach done")
+    # A task of django-q2's own, after ours: once its result is saved, ours was handled.
+    marker = async_task("math.floor", 1.5)
+    wait_for(lambda: Task.objects.filter(id=marker, success=True).exists(),
+             message="the monitor to save the marker task's result")
+
+    assert [(a.number, a.status) for a in attempts(row, "flaky")] == [(1, "finished")]
+    # The attempt's row is the record: django-q2's monitor writes no second one.
+    assert not Task.objects.filter(func="django_workflows.tasks.run_attempt").exists()
+
+
 def test_progress_of_a_running_operation_is_visible_from_another_connection(cluster):
     instance = services.create("bg-progress", state={"steps": 20, "tick": 0.2}, start=True)
     seen: list[int] = []
