@@ -201,7 +201,7 @@ def run_attempt(token: str, *, heartbeat_thread: bool = True,
         # the instance's lock is not taken for a dead worker; the finish writes the last
         # progress and log lines itself.
         finish_attempt(token, outcome, instance_id=claimed.work.snapshot.id,
-                       claimed_at=claimed.at)
+                       claimed_at=claimed.at, read=claimed.row)
     finally:
         sink.close(flush=False)
     return True

@@ -26,7 +26,8 @@ logger = logging.getLogger("django_workflows")
 
 def _report(token: str, instance_id: Any, command: engine.Command, *,
             skip_locked: bool = False, then: Any = None, writes: Writes | None = None,
-            known_claims: dict[str, float] | None = None) -> Applied | None:
+            known_claims: dict[str, float] | None = None,
+            read: WorkflowInstance | None = None) -> Applied | None:
     if instance_id is None:
         instance_id = Attempt.objects.filter(token=token).values_list(
             "instance_id", flat=True).first()
@@ -34,7 +35,7 @@ def _report(token: str, instance_id: Any, command: engine.Command, *,
             return None
     return unit_of_work(str(instance_id), command, lock_timeout=workflow_settings.LOCK_TIMEOUT,
                         missing_ok=True, skip_locked=skip_locked, then=then,
-                        writes=writes, known_claims=known_claims)
+                        writes=writes, known_claims=known_claims, read=read)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Claimed:
 
     work: engine.Work
     at: float
+    row: WorkflowInstance  # its instance as the claim read it
 
 
 def claim_attempt(token: str, worker: str = "") -> Claimed | None:
@@ -59,12 +61,12 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
                     "was deleted; not running it", token)
         return None
     work = None if row is None else _work_of(token, row)
-    if work is None:  # the instance moved on before the claim
+    if row is None or work is None:  # the instance moved on before the claim
         logger.info("Attempt %s is stale; not running it", token)
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
         return None
-    return Claimed(work, at)
+    return Claimed(work, at, row)
 
 
 def _work_of(token: str, row: WorkflowInstance) -> engine.Work | None:
@@ -75,11 +77,14 @@ def _work_of(token: str, row: WorkflowInstance) -> engine.Work | None:
 
 
 def finish_attempt(token: str, result: engine.AttemptOutcome, *,
-                   instance_id: Any = None, claimed_at: float | None = None) -> bool:
+                   instance_id: Any = None, claimed_at: float | None = None,
+                   read: WorkflowInstance | None = None) -> bool:
     """Record how an attempt ended; False when its token was stale (result dropped).
 
     The attempt's row gets the last progress and log lines. ``claimed_at``, from
-    its worker, records the claim with it without asking the attempt's row.
+    its worker, records the claim with it without asking the attempt's row;
+    ``read``, the instance as the claim read it, may spare the lock
+    (:func:`~.unit.apply_if_unchanged`).
     """
     def record(outcome: engine.Outcome) -> list[tuple[str, list[Any]]]:
         values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
@@ -95,7 +100,8 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
 
     # The attempt's row is written with the instance's (one round trip on PostgreSQL).
     applied = _report(token, instance_id, engine.AttemptFinished(token, result), writes=record,
-                      known_claims=None if claimed_at is None else {token: claimed_at})
+                      known_claims=None if claimed_at is None else {token: claimed_at},
+                      read=read)
     if applied is None:
         return False
     if not applied.outcome.moved:

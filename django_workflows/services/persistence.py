@@ -107,6 +107,37 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                  also: Sequence[tuple[str, list[Any]]] = ()) -> Saved:
     """Write the changed instances (revision + 1), their events, and the effects' rows;
     ``also``: other rows' statements, sent with the instances' own."""
+    saved, changed = _saved_rows(chain, before, outcome, actor)
+    statements().write(changed, saved.events, also)
+    saved.dispatch = _store_effects(outcome.effects)
+    _store_tasks(saved.rows, outcome.effects)
+    return saved
+
+
+def save_if_unchanged(row: WorkflowInstance, before: engine.WorkflowSnapshot,
+                      outcome: engine.Outcome, *,
+                      also: Sequence[tuple[str, list[Any]]] = ()) -> Saved | None:
+    """:func:`save_outcome` of an instance read at ``row.revision`` without its lock:
+    written only if it is still there and no one holds its lock
+    (:meth:`~.statements.Statements.write_if_unchanged`); None when nothing was.
+
+    Only for an outcome that writes nothing but the instance, its events and ``also``
+    (:func:`writes_only_the_instance`).
+    """
+    assert writes_only_the_instance(outcome)
+    revision = row.revision
+    saved, changed = _saved_rows([row], before, outcome, None)
+    (_, names), = changed
+    if not statements().write_if_unchanged(row, names, revision, saved.events, also):
+        return None
+    return saved
+
+
+def _saved_rows(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
+                outcome: engine.Outcome, actor: Any
+                ) -> tuple[Saved, list[tuple[WorkflowInstance, list[str]]]]:
+    """The rows as ``outcome`` leaves them (a new child saved), with the event rows, and
+    each changed instance with the names of its changed columns, to be written."""
     rows = {str(row.pk): row for row in chain}
     old_states = {node.id: node.state for node in before.tree()}
     events_by_instance: dict[str, list[engine.Event]] = defaultdict(list)
@@ -115,11 +146,10 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     now = timezone.now()
     # An event stamped before the command (a claim recorded now) keeps its own time.
     latest = max((event.at for event in outcome.events), default=0.0)
-    saved = Saved(rows=rows)
     changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
                                                       outcome.detached)}
     event_rows: dict[int, WorkflowEvent] = {}
-    updates: list[tuple[str, list[Any]]] = []  # written with the events, in one go
+    changed: list[tuple[WorkflowInstance, list[str]]] = []
     nodes = [*outcome.snapshot.tree(),
              *(node for child in outcome.detached for node in child.tree())]
     for node in nodes:
@@ -128,21 +158,27 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                 check_state_size(node.state)
             node_events = events_by_instance.pop(node.id, [])
             for event, event_row in zip(node_events, _save_node(rows, node, node_events, now,
-                                                                latest, actor, updates),
+                                                                latest, actor, changed),
                                         strict=True):
                 event_rows[id(event)] = event_row
     # In the order the engine emitted them across the tree (a child's cancel first).
-    saved.events = [event_rows[id(e)] for e in outcome.events if id(e) in event_rows]
-    statements().write(updates, saved.events, also)
-    saved.dispatch = _store_effects(outcome.effects)
-    _store_tasks(rows, outcome.effects)
-    return saved
+    return Saved(rows=rows, events=[event_rows[id(e)] for e in outcome.events
+                                    if id(e) in event_rows]), changed
+
+
+def writes_only_the_instance(outcome: engine.Outcome) -> bool:
+    """Whether saving ``outcome`` writes the root instance and its events and nothing else:
+    no attempt, deadline or task row, no nested child started or let go."""
+    return outcome.snapshot.nested is None and not outcome.detached and all(
+        isinstance(effect, engine.SetDeadline) and effect.kind == "attempt-timeout"
+        for effect in outcome.effects)  # the attempt's row holds that one: nothing to write
 
 
 def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
                events: list[engine.Event], now: datetime, latest: float, actor: Any,
-               updates: list[tuple[str, list[Any]]]) -> list[WorkflowEvent]:
-    """The node's row, inserted (a new child) or its update added to ``updates``; its events."""
+               changed: list[tuple[WorkflowInstance, list[str]]]) -> list[WorkflowEvent]:
+    """The node's row, inserted (a new child) or added to ``changed`` with the names of its
+    changed columns; its events."""
     row = rows.get(node.id)
     if row is None:  # a nested child started by this command
         parent = rows.get(node.parent_id or "")
@@ -158,13 +194,12 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
         rows[node.id] = row
         first = 1
     else:
-        changed = _apply_to_row(row, node)
+        names = _apply_to_row(row, node)
         row.revision += 1
         first = row.last_event + 1
         row.last_event += len(events)
         row.updated_at = now
-        updates.append(statements().update_of(
-            row, [*changed, "revision", "last_event", "updated_at"]))
+        changed.append((row, [*names, "revision", "last_event", "updated_at"]))
     return [
         WorkflowEvent(instance=row, sequence=first + index, type=event.type,
                       step=event.step or "", actor=actor, revision=row.revision,

@@ -30,6 +30,7 @@ ATTRIBUTE = "_django_workflows_statements"  # on the connection: its statements
 SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
 MAX_BATCH = 1000
+WRITTEN = "EXISTS (SELECT FROM dwf_instance)"  # in write_if_unchanged: the instance was
 
 
 class Statements:
@@ -81,12 +82,14 @@ class Statements:
             f"SELECT set_config('lock_timeout', current_setting('{SAVED_LOCK_TIMEOUT}'), true)"
         ) if _several_statements_at_once(connection) else None
         self.several_at_once = self.bounded_root is not None
+        # Writes in WITH, and FOR UPDATE SKIP LOCKED: write_if_unchanged.
+        self.writes_if_unchanged = connection.vendor == "postgresql"
         self.claim_and_read = self._claim_and_read() if self.several_at_once else None
         self.compiler = ops.compiler("SQLCompiler")(Query(WorkflowInstance), connection,
                                                      connection.alias)
         self.converters = self.compiler.get_converters(
             [field.get_col(meta.db_table) for field in self.fields])
-        self.updates: dict[tuple[str, ...], str] = {}
+        self.sets: dict[tuple[str, ...], str] = {}  # SET clauses by column names
         events = WorkflowEvent._meta
         self.event_fields: list[Field[Any, Any]] = [
             f for f in events.concrete_fields if not f.primary_key]
@@ -105,6 +108,16 @@ class Statements:
         self.insert_events_json = (
             f"INSERT INTO {qn(events.db_table)} ({event_columns}) SELECT {event_columns} "
             f"FROM jsonb_to_recordset(%s::jsonb) AS dwf_event({typed}){self.returning}")
+        # The parts of write_if_unchanged's statement.
+        self.select_unchanged = (f"SELECT {self.pk_column} FROM {self.table} WHERE "
+                                 f"{self.where_pk} AND {qn(meta.get_field('revision').column)}"
+                                 f" = %s FOR UPDATE SKIP LOCKED")
+        self.insert_events_if_written = (
+            f", dwf_events AS (INSERT INTO {qn(events.db_table)} ({event_columns}) "
+            f"SELECT {event_columns} FROM jsonb_to_recordset(%s::jsonb) AS dwf_event({typed}) "
+            f"WHERE {WRITTEN} RETURNING {qn(events.pk.column)}, "
+            f"{qn(events.get_field('sequence').column)})")
+        self.and_events = " UNION ALL SELECT * FROM dwf_events"
 
     def _claim_and_read(self) -> str:
         """A worker's claim of a queued attempt, with its own timeout reckoned from its row,
@@ -197,32 +210,34 @@ class Statements:
 
     def update(self, row: WorkflowInstance, names: Sequence[str]) -> None:
         """``UPDATE`` the columns ``names`` of ``row``, as ``save(update_fields=...)`` would."""
-        self.write([self.update_of(row, names)], [])
+        self.write([(row, names)], [])
 
     def update_of(self, row: WorkflowInstance, names: Sequence[str]) -> tuple[str, list[Any]]:
         """The ``UPDATE`` of the columns ``names`` of ``row`` and its parameters."""
+        sets, params = self._sets(row, names)
+        return (f"UPDATE {self.table} SET {sets} WHERE {self.where_pk}",
+                [*params, self.pk.get_db_prep_value(row.pk, self.connection)])
+
+    def _sets(self, row: WorkflowInstance, names: Sequence[str]) -> tuple[str, list[Any]]:
+        """``SET`` the columns ``names`` to the values of ``row``: the SQL and its parameters."""
         key = tuple(names)
         fields = [self.by_name[name] for name in key]
-        sql = self.updates.get(key)
+        sql = self.sets.get(key)
         if sql is None:
             qn = self.connection.ops.quote_name
-            sql = self.updates[key] = (
-                f"UPDATE {self.table} SET "
-                f"{', '.join(f'{qn(field.column)} = %s' for field in fields)} "
-                f"WHERE {self.where_pk}")
-        params = [field.get_db_prep_save(getattr(row, field.attname), self.connection)
-                  for field in fields]
-        params.append(self.pk.get_db_prep_value(row.pk, self.connection))
-        return sql, params
+            sql = self.sets[key] = ", ".join(f"{qn(field.column)} = %s" for field in fields)
+        return sql, [field.get_db_prep_save(getattr(row, field.attname), self.connection)
+                     for field in fields]
 
-    def write(self, updates: Sequence[tuple[str, list[Any]]], events: list[WorkflowEvent],
-              also: Sequence[tuple[str, list[Any]]] = ()) -> None:
-        """The instances' ``updates`` (from :meth:`update_of`), ``also`` (other rows'
-        statements, such as the attempt's), then the events' ``INSERT``.
+    def write(self, changed: Sequence[tuple[WorkflowInstance, Sequence[str]]],
+              events: list[WorkflowEvent], also: Sequence[tuple[str, list[Any]]] = ()) -> None:
+        """The ``UPDATE`` of each instance's changed columns (a row and their names),
+        ``also`` (other rows' statements, such as the attempt's), then the events' ``INSERT``.
 
         Where several statements go at once (PostgreSQL with client-side binding), they
         are one round trip.
         """
+        updates = [self.update_of(row, names) for row, names in changed]
         inserts = self._inserts(events)
         together = [*updates, *also, *((sql, params) for sql, params, _ in inserts)]
         with self.connection.cursor() as cursor:
@@ -243,6 +258,43 @@ class Statements:
                 cursor.nextset()
             if inserts:
                 self._keys(events, cursor.fetchall())
+
+    def write_if_unchanged(self, row: WorkflowInstance, names: Sequence[str], revision: int,
+                           events: list[WorkflowEvent],
+                           also: Sequence[tuple[str, list[Any]]] = ()) -> bool:
+        """:meth:`write` of one instance, only if its row is still at ``revision`` and
+        no other transaction holds its lock; whether it was written.
+
+        One statement, so one round trip and one transaction, without ``BEGIN`` and
+        without waiting for the lock: the row is locked (``SKIP LOCKED``) and checked
+        first, and every other write of the statement happens only if it was. Each of
+        ``also`` must end with its ``WHERE`` clause and write other rows than the
+        instance's (a statement writes a row once). PostgreSQL only
+        (``writes_if_unchanged``): other databases have no writes in ``WITH``.
+        """
+        assert self.writes_if_unchanged
+        sets, params = self._sets(row, names)
+        # Each other write is its own part of the WITH, done only if the instance's was
+        # (int(): what the SQL check in tests/reliability takes for a number).
+        others = "".join(f", dwf_also_{int(number)} AS ({sql} AND {WRITTEN})"
+                         for number, (sql, _) in enumerate(also))
+        statement = (f"WITH dwf_fence AS ({self.select_unchanged}), "
+                     f"dwf_instance AS (UPDATE {self.table} SET {sets} WHERE "
+                     f"{self.pk_column} = (SELECT {self.pk_column} FROM dwf_fence) "
+                     f"RETURNING 1){others}{self.insert_events_if_written if events else ''} "
+                     f"SELECT NULL, NULL FROM dwf_instance{self.and_events if events else ''}")
+        values = [self.pk_value(row.pk), revision, *params,
+                  *(value for _, its_values in also for value in its_values)]
+        if events:
+            values.append(self._json_rows(events))
+        with self.connection.cursor() as cursor:
+            cursor.execute(statement, values)
+            rows = cursor.fetchall()
+        if not rows:
+            return False
+        by_sequence = {sequence: (key,) for key, sequence in rows if key is not None}
+        self._keys(events, [by_sequence[event.sequence] for event in events])
+        return True
 
     @staticmethod
     def _updated_one(cursor: Any) -> None:

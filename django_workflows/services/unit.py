@@ -11,13 +11,20 @@ commands people give and for what workers and the sweep report alike:
 6. after commit, announce the events and hand new work to the runner.
 
 Nothing else runs under the lock: the caller shows the result after commit.
+
+A worker reporting its attempt has read the instance already, when it claimed it
+(``read=``). If no one changed the instance since and the report runs no user code
+and writes nothing but the instance, its events and the attempt's row, the unit
+applies the report to that row and writes it in one statement that first checks
+the row is as read (:func:`apply_if_unchanged`): no ``BEGIN``, no lock to wait
+for, no second read. Otherwise, or if the row moved on, it runs as above.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +37,15 @@ from ..signals import announce
 from . import access, idempotency
 from .claims import claims_of
 from .locking import busy_as_error, lock_tree, root_id
-from .persistence import Saved, definition_of, load_chain, save_outcome
+from .persistence import (
+    Saved,
+    definition_of,
+    load_chain,
+    save_if_unchanged,
+    save_outcome,
+    writes_only_the_instance,
+)
+from .statements import statements
 
 logger = logging.getLogger("django_workflows")
 
@@ -85,7 +100,8 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
                  still_due: Callable[[], bool] | None = None,
                  then: Callable[[Applied], None] | None = None,
                  writes: Writes | None = None,
-                 known_claims: Mapping[str, float] | None = None) -> Applied | None:
+                 known_claims: Mapping[str, float] | None = None,
+                 read: WorkflowInstance | None = None) -> Applied | None:
     """Apply ``command`` to the instance ``instance_id`` (see the module's docstring).
 
     ``action`` is what access is judged for (None: not judged, for the worker's
@@ -97,7 +113,15 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
     A replayed idempotency key returns the first result (or raises its refusal).
     Attempts workers claimed since the snapshot was saved (``services/claims.py``)
     are recorded first; ``known_claims`` names those the caller knows (token: when).
+    ``read``: the instance as the caller read it without its lock, for
+    :func:`apply_if_unchanged` (only with none of the options that need the lock).
     """
+    if read is not None:
+        assert action is None and key is None and expected_revision is None
+        assert still_due is None and then is None
+        applied = apply_if_unchanged(read, command, writes=writes, known_claims=known_claims)
+        if applied is not None:
+            return applied
     with busy_as_error(lock_timeout), transaction.atomic():
         key_row = None
         if key is not None:
@@ -132,6 +156,56 @@ def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: flo
             then(applied)
         after_commit(saved)
     return applied
+
+
+class NeedsLock(BaseException):
+    """The command would run user code: it runs under the lock, or not at all.
+
+    A BaseException, so that the engine's handling of failing hooks lets it through.
+    """
+
+
+def _under_the_lock_only(hook: Callable[..., Any], *args: Any) -> Any:
+    raise NeedsLock()
+
+
+def apply_if_unchanged(read: WorkflowInstance, command: engine.Command, *,
+                       writes: Writes | None = None,
+                       known_claims: Mapping[str, float] | None = None) -> Applied | None:
+    """Apply ``command`` to the row ``read`` without its lock, written only if it is
+    unchanged; None when the unit must run under the lock (nothing was written).
+
+    It must: on a database without the one-statement write, for a tree of more
+    than one instance, for a row saved under another version, when the tree holds
+    work handed out whose claim the caller does not know (its row must be locked),
+    when the command would call a hook (user code never runs outside the lock: it
+    could run twice), when it is refused or writes other rows (attempts,
+    deadlines, tasks), and when the row moved on or another transaction holds its
+    lock.
+    """
+    known = known_claims or {}
+    definition = definition_of(read.workflow)
+    if not statements().writes_if_unchanged or read.parent_id is not None or read.nested_id \
+            or read.version != definition.version:
+        return None
+    tree = engine.load(definition, read.engine_data())
+    if any(token not in known for _, token in engine.unclaimed_tokens(tree)):
+        return None  # a claim the caller does not know of may be on its attempt's row
+    claimed = claims_of(tree, known=known)
+    try:
+        outcome = engine.apply(definition, tree, command,
+                               replace(env_for(None), call=_under_the_lock_only),
+                               claimed=claimed)
+    except NeedsLock:
+        return None
+    if not outcome.moved or not writes_only_the_instance(outcome):
+        return None
+    saved = save_if_unchanged(read, tree, outcome,
+                              also=writes(outcome) if writes is not None else ())
+    if saved is None:
+        return None
+    after_commit(saved)
+    return Applied(outcome, saved.rows[str(read.pk)], definition)
 
 
 def _root_is_busy(instance_id: str) -> bool:

@@ -155,3 +155,45 @@ def test_a_worker_claims_in_one_round_trip_and_records_its_result_with_the_insta
     attempt = Attempt.objects.get(token=token)
     assert (attempt.status, attempt.worker) == ("finished", "w1")
     assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "done"
+
+
+def test_a_worker_records_its_result_on_the_instance_its_claim_read_in_one_statement(
+        monkeypatch, one_operation):
+    """Unchanged since the claim read it, the instance takes the result in one statement
+    that checks it is so (PostgreSQL): no BEGIN, no lock to wait for, no second read.
+    Other databases lock it as before."""
+    from django.test import override_settings
+
+    from django_workflows import services
+    from django_workflows.engine import AttemptOutcome
+    from django_workflows.models import Attempt, WorkflowInstance
+    from tests.services.test_background import HOLDING, HoldingRunner
+
+    HoldingRunner.held.clear()
+    with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
+        instance = services.create("one-operation", start=True)
+    (token,) = HoldingRunner.held
+    claimed = services.claim_attempt(token, worker="w1")
+    finishing = Statements()
+    finishing.mark_commits(monkeypatch)
+
+    with connection.execute_wrapper(finishing):
+        assert services.finish_attempt(token, AttemptOutcome(ok=True, value="ok"),
+                                       instance_id=str(instance.pk), claimed_at=claimed.at,
+                                       read=claimed.row)
+
+    if connection.vendor == "postgresql":
+        (statement,) = finishing.sql
+        assert statement.startswith("WITH") and "FOR UPDATE SKIP LOCKED" in statement
+    else:
+        assert verbs(finishing.under_lock()) == ["LOCK", "UPDATE", "UPDATE", "INSERT"]
+    attempt = Attempt.objects.get(token=token)
+    assert (attempt.status, attempt.worker) == ("finished", "w1")
+    row = WorkflowInstance.objects.get(pk=instance.pk)
+    assert (row.current_step, row.revision) == ("done", instance.revision + 1)
+    added = row.events.filter(sequence__gt=instance.last_event).order_by("sequence")
+    assert [(event.sequence, event.type, event.revision) for event in added] == [
+        (instance.last_event + number, kind, row.revision) for number, kind in enumerate(
+            ["operation-started", "operation-succeeded", "validate", "step-leave",
+             "step-enter"], start=1)]
+    assert row.last_event == instance.last_event + 5

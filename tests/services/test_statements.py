@@ -127,3 +127,83 @@ def test_each_thread_builds_its_own_and_lets_it_go_with_its_connection():
     del thread
     gc.collect()
     assert seen and seen[0]() is None  # gone with the thread's connection
+
+
+# -- one instance written only if unchanged (PostgreSQL) -------------------------------------
+
+
+def _unchanged_write_of(row: WorkflowInstance) -> tuple[list[str], list[WorkflowEvent], list]:
+    """A write of ``row`` (its state and revision), two events, and, as the statement for
+    another row (``also``), an UPDATE of the reference of a second instance."""
+    other = services.create("wizard")
+    row.state, row.revision, row.last_event = {"seen": True}, row.revision + 1, 2
+    events = [WorkflowEvent(instance=row, sequence=sequence, type="validate",
+                            revision=row.revision) for sequence in (1, 2)]
+    also = [('UPDATE "django_workflows_workflowinstance" SET "reference" = %s WHERE '
+             '"id" = %s', ["also-written", other.pk])]
+    return ["state", "revision", "last_event"], events, also
+
+
+def _also_written() -> bool:
+    return WorkflowInstance.objects.filter(reference="also-written").exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_unchanged_instance_is_written_in_one_statement_with_the_rest():
+    row = services.create("wizard")
+    names, events, also = _unchanged_write_of(row)
+
+    assert statements().write_if_unchanged(row, names, row.revision - 1, events, also)
+
+    saved = WorkflowInstance.objects.get(pk=row.pk)
+    assert (saved.state, saved.revision) == ({"seen": True}, row.revision)
+    assert _also_written()
+    stored = WorkflowEvent.objects.filter(instance=row).order_by("sequence")
+    assert [(e.pk, e.sequence) for e in stored] == [(e.pk, e.sequence) for e in events]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_instance_that_moved_on_is_not_written_nor_is_anything_with_it():
+    row = services.create("wizard")
+    services.start(row.pk)  # the row moves on after it was read
+    names, events, also = _unchanged_write_of(row)
+
+    assert not statements().write_if_unchanged(row, names, row.revision - 1, events, also)
+
+    saved = WorkflowInstance.objects.get(pk=row.pk)
+    assert saved.state != {"seen": True} and not _also_written()
+    assert not WorkflowEvent.objects.filter(instance=row, type="validate").exists()
+    assert all(event.pk is None for event in events)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_instance_another_transaction_holds_is_not_written_and_not_waited_for():
+    row = services.create("wizard")
+    names, events, also = _unchanged_write_of(row)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                WorkflowInstance.objects.select_for_update().get(pk=row.pk)
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert holding.wait(30)
+    try:
+        written = statements().write_if_unchanged(row, names, row.revision - 1, events, also)
+    finally:
+        release.set()
+        holder.join(30)
+
+    assert not written  # answered at once: the holder was still waiting to be released
+    saved = WorkflowInstance.objects.get(pk=row.pk)
+    assert saved.revision == row.revision - 1 and not _also_written()
+    assert not WorkflowEvent.objects.filter(instance=row, type="validate").exists()
