@@ -188,6 +188,18 @@ class Cluster:
         if self.popen.poll() is not None:
             raise SystemExit(f"qcluster exited:\n{self.log_path.read_text()[-3000:]}")
 
+    def settle(self, seconds: float = 10.0) -> None:
+        """Wait until the cluster is idle: its monitor may still be acknowledging tasks
+        after the last operation finished, which a latency sample would wait behind."""
+        deadline = time.monotonic() + seconds
+        last = self.cpu()
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = self.cpu()
+            if now - last < 0.02:  # under a tenth of a core
+                return
+            last = now
+
 
 @contextmanager
 def cluster(broker: str, workers: int) -> Iterator[Cluster]:
@@ -316,6 +328,7 @@ def operations(broker: str, tasks: int, workers: int, seconds: float,
         # Latency: the cluster is idle (what a bounded run left queued is thrown away);
         # start instances one at a time.
         drop_queued(broker)
+        running.settle()
         Attempt.objects.all().delete()
         ids = start_instances(latency_samples, pace)
         deadline = time.monotonic() + seconds
