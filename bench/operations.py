@@ -24,8 +24,8 @@ then for Redis, with the same number of workers:
 A rate is counted from the rows that record a finished task, between 10 % and
 90 % of the tasks, so the cluster's start-up does not count: for raw tasks the
 success rows django-q2's monitor writes (``save_limit`` 0: every one), for our
-operations the finished attempt rows (our runner has django-q2 keep no success
-row: the attempt row is the record); over the same window, the CPU time of the
+operations the instances their finished attempts moved on (our runner has
+django-q2 keep no success row: our rows are the record); over the same window, the CPU time of the
 cluster's process group per task (read from ``/proc``), which depends less on
 what else the machine does. Raw and ours alternate ``--repeat`` times; the
 best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
@@ -286,10 +286,11 @@ def watch(count: Callable[[], int], total: int, seconds: float, running: Cluster
 
 
 def successes(func: str) -> Callable[[], int]:
-    """How many tasks of ``func`` are done: django-q2's success rows for raw tasks, our
-    finished attempts for ours (our runner has django-q2 keep no success row)."""
+    """How many tasks of ``func`` are done: django-q2's success rows for raw tasks; for
+    ours (our runner has django-q2 keep no success row), the instances their finished
+    attempt moved on, in the same statement (not ``--finished``'s copies)."""
     if func == OUR_TASK:
-        return lambda: Attempt.objects.filter(status=AttemptStatus.FINISHED).count()
+        return WorkflowInstance.objects.filter(workflow="bench-noop", current_step="done").count
     return lambda: Task.objects.filter(func=func, success=True).count()
 
 
