@@ -141,6 +141,12 @@ def moved(kind: str) -> int:
 # -- one transition ----------------------------------------------------------------------
 
 
+def Raw(samples: list[float]) -> Callable[[str], int]:
+    """The raw baseline's transition on the settings' database, by the name the peers'
+    harness (shared/bench-peers/project_bench.py) calls it, as :class:`Service` is."""
+    return server().transition(samples)
+
+
 class Service:
     """``services.next``; a query wrapper notes when the row lock was granted."""
 
@@ -212,7 +218,7 @@ def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: st
     from django_workflows.exceptions import Busy
 
     result = Result()
-    run = server().transition(result.lock_hold) if kind == "raw" else Service(result.lock_hold)
+    run = Raw(result.lock_hold) if kind == "raw" else Service(result.lock_hold)
     rnd = random.Random(seed)
     hot_index = fresh(kind, targets) if hot else 0
     try:
