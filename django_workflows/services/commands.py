@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import nullcontext
 from typing import Any
 from uuid import UUID
 
@@ -116,7 +117,8 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
                                version=definition.version, state=snapshot.state, owner=owner,
                                reference=reference or None, revision=1)
         try:
-            with transaction.atomic():  # a reference taken meanwhile must not undo the key
+            # A reference taken meanwhile must not undo the key: a savepoint, only then.
+            with transaction.atomic() if reference else nullcontext():
                 row.save(force_insert=True)
         except IntegrityError:
             taken = WorkflowInstance.objects.filter(

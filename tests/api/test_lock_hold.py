@@ -197,3 +197,18 @@ def test_a_worker_records_its_result_on_the_instance_its_claim_read_in_one_state
             ["operation-started", "operation-succeeded", "validate", "step-leave",
              "step-enter"], start=1)]
     assert row.last_event == instance.last_event + 5
+
+
+@pytest.mark.parametrize("reference", [None, "A-1"], ids=["no reference", "a reference"])
+def test_a_create_sets_a_savepoint_only_to_keep_its_key_from_a_taken_reference(reference):
+    """The savepoint (two round trips) guards the idempotency key against the unique
+    reference's IntegrityError; without a reference there is none to guard against."""
+    from django_workflows import services
+
+    seen = Statements()
+    with connection.execute_wrapper(seen):
+        services.create("long-manual", reference=reference)
+
+    savepoints = [sql for sql in seen.sql if sql.upper().startswith("SAVEPOINT")]
+    assert len(savepoints) == (1 if reference else 0)
+    assert verbs(seen.sql).count("INSERT") == 1
