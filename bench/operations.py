@@ -381,11 +381,13 @@ def profile(count: int) -> None:
         return execute(sql, params, many, context)
 
     half = len(tokens) // 2
+    backend, wal = database_counters()
     started, cpu = time.perf_counter(), time.process_time()
     for token in tokens[:half]:  # timed without the profiler
         run_attempt(token, heartbeat_thread=True)
     elapsed = (time.perf_counter() - started) / half
     cpu = (time.process_time() - cpu) / half
+    backend_after, wal_after = database_counters()
     profiler = cProfile.Profile()
     with connection.execute_wrapper(count_queries):
         profiler.enable()
@@ -395,12 +397,24 @@ def profile(count: int) -> None:
     tokens = tokens[half:]
     kinds = ", ".join(f"{kind} {number / len(tokens):.1f}"
                       for kind, number in sorted(_tally(queries).items()))
-    print(f"\nThe worker's path in one process: {len(tokens)} operations, "
-          f"{elapsed * 1000:.2f} ms each, of which {cpu * 1000:.2f} ms of this process's CPU, "
-          f"{len(queries) / len(tokens):.1f} queries each ({kinds})")
+    print(f"\nThe worker's path in one process: {half} operations, "
+          f"{elapsed * 1000:.2f} ms each, of which {cpu * 1000:.2f} ms of this process's CPU "
+          f"and {(backend_after - backend) / half * 1000:.2f} ms of its PostgreSQL backend's, "
+          f"{(wal_after - wal) / half:,.0f} bytes of WAL; {len(queries) / len(tokens):.1f} "
+          f"queries each ({kinds})")
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(12)
     stats.sort_stats("cumulative").print_stats("django_workflows", 40)
+
+
+def database_counters() -> tuple[float, int]:
+    """This connection's PostgreSQL backend's CPU seconds so far (from ``/proc``: the
+    server runs on this machine) and the WAL written so far, in bytes."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid(), pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
+        pid, wal = cursor.fetchone()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(wal)
 
 
 def _tally(items: list[str]) -> dict[str, int]:
