@@ -122,7 +122,8 @@ def save_if_unchanged(row: WorkflowInstance, before: engine.WorkflowSnapshot,
     (:meth:`~.statements.Statements.write_if_unchanged`); None when nothing was.
 
     Only for an outcome that writes nothing but the instance, its events and ``also``
-    (:func:`writes_only_the_instance`).
+    (:func:`writes_only_the_instance`). ``row`` takes the new values whether or not they
+    were written: read the instance again after a None.
     """
     assert writes_only_the_instance(outcome)
     revision = row.revision

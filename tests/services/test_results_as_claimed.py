@@ -26,11 +26,17 @@ from tests.testapp.models import Note
 pytestmark = pytest.mark.django_db(transaction=True)
 
 entered: list[bool] = []  # each call of the last step's enter hook: in a transaction?
+made: list[bool] = []  # each call of the initial state's factory: in a transaction?
 
 
 def enter_last(ctx) -> None:
     entered.append(connection.in_atomic_block)
     Note.objects.create(text="entered")
+
+
+def initial_state() -> dict:
+    made.append(connection.in_atomic_block)
+    return {"fresh": True}
 
 
 @pytest.fixture(autouse=True)
@@ -42,11 +48,18 @@ def workflows() -> Iterator[None]:
         Step("last", enter=enter_last)],
         transitions=[Transition("first", "second"), Transition("second", "last")])
     registry.register(definition, origin=__name__)
+    undone = Workflow(id="undone", initial=initial_state, steps=[
+        Step("work", advance="auto",
+             operations=[Operation("do", run=lambda ctx: 1, rollback=lambda result, ctx: None)]),
+        Step("done")], transitions=[Transition("work", "done")])
+    registry.register(undone, origin=__name__)
+    made.clear()
     entered.clear()
     HoldingRunner.held.clear()
     with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
         yield
     registry.unregister(definition.id)
+    registry.unregister(undone.id)
 
 
 def claimed_at(step_index: int = 0):
@@ -151,4 +164,20 @@ def test_a_result_while_a_command_holds_the_instance_waits_for_it():
 
     assert released and done >= released[0]  # recorded once the holder let go
     assert row_of(instance).current_step == "second"
+    events_are_numbered_once(instance)
+
+
+def test_the_initial_state_of_a_finished_rollback_is_made_under_the_lock():
+    """A rollback ends with the initial state: a factory is user code, and runs under the
+    lock like a hook, though the compensation's result writes nothing but the instance."""
+    instance = services.create("undone", start=True)
+    finish(services.claim_attempt(HoldingRunner.held.pop(), worker="w"))
+    services.rollback(instance.pk)
+    made.clear()
+
+    assert finish(services.claim_attempt(HoldingRunner.held.pop(), worker="w"))
+
+    row = row_of(instance)
+    assert (row.status, row.state) == ("idle", {"fresh": True})
+    assert made == [True]
     events_are_numbered_once(instance)

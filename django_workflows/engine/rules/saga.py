@@ -233,7 +233,8 @@ def finish_rollback(c: Change) -> None:
     """
     c.emit("rollback", phase="finished")
     c.let_go_of_child()
+    # A factory of the initial state is user code: called as hooks are (env.call).
     c.set(status="idle", current_step=None, completed_steps=(), skipped_steps=(), history=(),
           errors=(), operations=(), parallel=(), task=None,
-          state=c.definition.initial_state(), started_at=None, completed_at=None,
+          state=c.env.call(c.definition.initial_state), started_at=None, completed_at=None,
           step_run=None, rollback=None)
