@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
-from django.db import connection
+from django.db import connection, connections, transaction
 from django.db.models import Model
 
 # Seconds between looks at the lock waits: InnoDB refreshes its view of them (innodb_trx)
@@ -135,3 +140,37 @@ def column_sql(model: type[Model], field: str) -> str:
     """``"table"."column"`` of a model's field as this database quotes it in queries."""
     quote = connection.ops.quote_name
     return f"{quote(model._meta.db_table)}.{quote(model._meta.get_field(field).column)}"
+
+
+@dataclass
+class Holder:
+    released_at: float | None = None  # time.monotonic() when it let go
+
+
+@contextmanager
+def instance_locked_elsewhere(pk: Any, *, seconds: float = 30.0) -> Iterator[Holder]:
+    """An instance's row locked by another connection (a thread, as another process's
+    command would) from entry until exit, or for ``seconds`` if that ends first."""
+    from django_workflows.models import WorkflowInstance
+
+    holding, release, holder = threading.Event(), threading.Event(), Holder()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                WorkflowInstance.objects.select_for_update().get(pk=pk)
+                holding.set()
+                release.wait(seconds)
+                holder.released_at = time.monotonic()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert holding.wait(30), "the other connection never got the lock"
+    try:
+        yield holder
+    finally:
+        release.set()
+        thread.join(30)
+        assert not thread.is_alive(), "the other connection never let go"

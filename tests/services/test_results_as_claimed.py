@@ -9,17 +9,17 @@ hooks run once, under the lock.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.test import override_settings
 
 from django_workflows import Operation, Step, Transition, Workflow, registry, services
 from django_workflows.engine import AttemptOutcome
 from django_workflows.models import Attempt, WorkflowEvent, WorkflowInstance
+from tests.dbutil import instance_locked_elsewhere
 from tests.services.test_background import HOLDING, HoldingRunner
 from tests.testapp.models import Note
 
@@ -141,28 +141,12 @@ def test_a_result_given_twice_counts_once():
 @pytest.mark.real_locks
 def test_a_result_while_a_command_holds_the_instance_waits_for_it():
     instance, claimed = claimed_at(0)
-    holding, released = threading.Event(), []
 
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                WorkflowInstance.objects.select_for_update().get(pk=instance.pk)
-                holding.set()
-                time.sleep(0.5)
-                released.append(time.monotonic())
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    assert holding.wait(30)
-    try:
+    with instance_locked_elsewhere(instance.pk, seconds=0.5) as holder:
         assert finish(claimed)
         done = time.monotonic()
-    finally:
-        holder.join(30)
 
-    assert released and done >= released[0]  # recorded once the holder let go
+    assert holder.released_at is not None and done >= holder.released_at  # after it let go
     assert row_of(instance).current_step == "second"
     events_are_numbered_once(instance)
 

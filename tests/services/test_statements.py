@@ -16,6 +16,7 @@ from django.db import connections, transaction
 from django_workflows import services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
 from django_workflows.services.statements import statements
+from tests.dbutil import instance_locked_elsewhere
 
 pytestmark = pytest.mark.django_db
 
@@ -183,27 +184,13 @@ def test_an_instance_that_moved_on_is_not_written_nor_is_anything_with_it():
 def test_an_instance_another_transaction_holds_is_not_written_and_not_waited_for():
     row = services.create("wizard")
     names, events, also = _unchanged_write_of(row)
-    holding, release = threading.Event(), threading.Event()
 
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                WorkflowInstance.objects.select_for_update().get(pk=row.pk)
-                holding.set()
-                release.wait(30)
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    assert holding.wait(30)
-    try:
+    with instance_locked_elsewhere(row.pk) as holder:
         written = statements().write_if_unchanged(row, names, row.revision - 1, events, also)
-    finally:
-        release.set()
-        holder.join(30)
+        still_held = holder.released_at is None
 
-    assert not written  # answered at once: the holder was still waiting to be released
+    assert still_held
+    assert not written  # answered at once, while the other connection held the lock
     saved = WorkflowInstance.objects.get(pk=row.pk)
     assert saved.revision == row.revision - 1 and not _also_written()
     assert not WorkflowEvent.objects.filter(instance=row, type="validate").exists()
