@@ -467,7 +467,8 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=100)
     parser.add_argument("--pace", type=float, default=0.05,
                         help="seconds between instances in the latency run")
-    parser.add_argument("--brokers", default="orm,redis")
+    parser.add_argument("--brokers", default="orm,redis",
+                        help="comma-separated; \"\" for none (with --profile: only that)")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs of each (raw, ours, raw, ours...): the best counts")
     parser.add_argument("--profile", action="store_true",
@@ -489,7 +490,7 @@ def main() -> None:
             scaling(options.tasks, options.workers, options.seconds,
                     [int(count) for count in options.clusters.split(",")])
         return
-    brokers = options.brokers.split(",")
+    brokers = [broker for broker in options.brokers.split(",") if broker]  # "": none
     rows = []
     load = os.getloadavg()[0]
     with database():
@@ -509,7 +510,9 @@ def main() -> None:
             rows.append((broker, raws, ours, waits))
         if options.profile:
             use_broker("orm")
-            profile(min(options.tasks, 300))
+            profile(min(options.tasks, 1000))
+    if not rows:
+        return
     print(f"\n{options.workers} workers, {options.tasks} tasks per run, best of "
           f"{options.repeat} runs each, PostgreSQL {connection.pg_version // 10000}, persistent "
           f"connections, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after\n")
