@@ -25,9 +25,9 @@ A rate is counted from the rows that record a finished task, between 10 % and
 90 % of the tasks, so the cluster's start-up does not count: for raw tasks the
 success rows django-q2's monitor writes (``save_limit`` 0: every one), for our
 operations the instances their finished attempts moved on (our runner has
-django-q2 keep no success row: our rows are the record); over the same window, the CPU time of the
-cluster's process group per task (read from ``/proc``), which depends less on
-what else the machine does. Raw and ours alternate ``--repeat`` times; the
+django-q2 keep no success row: our rows are the record). Over the same window,
+the CPU time of the cluster's process group per task (read from ``/proc``),
+which depends less on what else the machine does. Raw and ours alternate ``--repeat`` times; the
 best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
 ``--profile`` runs the worker's path for our operations in this process
 (time, CPU and queries per operation, then cProfile).
@@ -241,8 +241,7 @@ def scaling(tasks: int, workers: int, seconds: float, counts: list[int]) -> None
         try:
             before = [member.cpu() for member in running.members]
             began = time.monotonic()
-            rate = watch(successes(OUR_TASK), tasks, seconds,
-                         running)
+            rate = watch(successes(OUR_TASK), tasks, seconds, running)
             wall = time.monotonic() - began
             cores = [(member.cpu() - cpu) / wall for member, cpu in zip(running.members, before,
                                                                        strict=True)]

@@ -183,10 +183,11 @@ def apply_if_unchanged(read: WorkflowInstance, command: engine.Command, *,
     deadlines, tasks), and when the row moved on or another transaction holds its
     lock.
     """
+    if not statements().writes_if_unchanged or read.parent_id is not None or read.nested_id:
+        return None
     known = known_claims or {}
     definition = definition_of(read.workflow)
-    if not statements().writes_if_unchanged or read.parent_id is not None or read.nested_id \
-            or read.version != definition.version:
+    if read.version != definition.version:
         return None
     tree = engine.load(definition, read.engine_data())
     if any(token not in known for _, token in engine.unclaimed_tokens(tree)):
