@@ -11,9 +11,9 @@ if TYPE_CHECKING:
     from .models import WorkflowInstance
 
 __all__ = [
-    "Busy", "IdempotencyConflict", "InstanceNotFound", "InvalidState", "MigrationRequired",
-    "NotAllowed", "ReferenceTaken", "StaleRevision", "StateTooLarge", "UnknownWorkflow",
-    "WorkflowError", "WorkflowNotMoved",
+    "Busy", "IdempotencyConflict", "InstanceNotFound", "InvalidPayload", "InvalidState",
+    "MigrationRequired", "NotAllowed", "ReferenceTaken", "StaleRevision", "StateTooLarge",
+    "UnknownSignal", "UnknownWorkflow", "WorkflowError", "WorkflowNotMoved",
 ]
 
 
@@ -48,6 +48,19 @@ class ReferenceTaken(WorkflowNotMoved):
         super().__init__(f'An instance of workflow "{workflow}" with reference "{reference}" '
                          "already exists", "reference_taken")
         self.existing = existing
+
+
+class InvalidPayload(WorkflowNotMoved):
+    """A signal's payload that breaks the schema its step declares (or a timer's)."""
+
+    def __init__(self, reason: str, field_errors: Iterable[FieldError] = ()) -> None:
+        super().__init__(reason, "invalid_payload", field_errors=field_errors)
+
+
+class UnknownSignal(WorkflowError, LookupError):
+    """The workflow has no step that waits for a signal of that name."""
+
+    code = "unknown_signal"
 
 
 class StateTooLarge(WorkflowNotMoved):

@@ -13,6 +13,8 @@ from .context import resolve as resolve_awaitable
 from .definition import Workflow
 from .errors import Allowed, HookFailed, InvalidState, MigrationRequired, Refused, WorkflowError
 from .outcome import Event, Outcome
+from .reserved import refuse_written_keys, reserved_keys
+from .rules import paused
 from .rules.steps import child_changed, settle
 from .schema import check_state
 from .snapshot import WorkflowSnapshot, from_json, new_snapshot
@@ -20,10 +22,16 @@ from .snapshot import WorkflowSnapshot, from_json, new_snapshot
 
 def new_instance(definition: Workflow, env: Env, state: Mapping[str, Any] | None = None
                  ) -> WorkflowSnapshot:
-    """A new ``idle`` instance with the initial state, or the given (validated) one."""
+    """A new ``idle`` instance with the initial state, or the given (validated) one.
+
+    A given state may not set a key a task writes to anything but what the initial state
+    has there (``engine/reserved.py``)."""
     value = definition.initial_state() if state is None else state
     try:
         checked = check_state(definition.state_schema, value)
+        if state is not None and reserved_keys(definition).keys() & checked.keys():
+            initial = check_state(None, definition.initial_state())
+            refuse_written_keys(definition, {**initial, **checked}, initial)
     except Refused as refusal:
         raise InvalidState(refusal.message, refusal.field_errors) from None
     return new_snapshot(env.new_id(), definition.id, definition.version, checked)
@@ -110,7 +118,8 @@ def _apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, e
     refusal: Refused | None = None
     error: str | None = None
     try:
-        type(command).rule(change, command)
+        if not paused.meets(change, command):  # held while paused: applied on resume
+            type(command).rule(change, command)
         settle(change)
     except Refused as refused:
         refusal = refused
@@ -136,11 +145,13 @@ def _apply(definition: Workflow, snapshot: WorkflowSnapshot, command: Command, e
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether a command would be accepted now, and if not, the refusal's code and message."""
+    """Whether a command would be accepted now, and if not, the refusal's code and message;
+    ``confirm``, when it would: why a person should confirm it first."""
 
     allowed: bool
     code: str | None = None
     message: str | None = None
+    confirm: str | None = None
 
 
 ALLOWED = Verdict(True)
@@ -149,26 +160,33 @@ ALLOWED = Verdict(True)
 def applies(definition: Workflow, snapshot: WorkflowSnapshot, env: Env, *,
             target: str | None = None, commands: Iterable[type[PersonCommand]] | None = None
             ) -> dict[str, Verdict]:
-    """What each command would answer now, changing nothing.
+    """What each command, asked with nothing but its defaults, would answer now."""
+    return {command.name: verdict(definition, snapshot, env, command.asked(), target=target)
+            for command in (commands if commands is not None else COMMANDS.values())}
 
-    Each command's own rule runs in a dry run up to the end of its checks
+
+def verdict(definition: Workflow, snapshot: WorkflowSnapshot, env: Env, command: Command,
+            *, target: str | None = None) -> Verdict:
+    """What ``command`` would answer now, changing nothing.
+
+    The command's own rule runs in a dry run up to the end of its checks
     (``Change.checked``), so this answer and the command cannot disagree. The
     checks call no hook with effects, only ``validate`` and the exit guards.
     A hook that raises there counts as allowed: the command would record the
     failure.
     """
-    verdicts = {}
-    for command in commands if commands is not None else COMMANDS.values():
-        change = _changes_to(definition, snapshot, env, target, dry=True)[-1]
-        try:
-            command.rule(change, command())
-        except Refused as refusal:
-            verdicts[command.name] = Verdict(False, refusal.code, refusal.message)
-            continue
-        except (Allowed, HookFailed):
-            pass
-        verdicts[command.name] = ALLOWED
-    return verdicts
+    change = _changes_to(definition, snapshot, env, target, dry=True)[-1]
+    try:
+        if not paused.meets(change, command):
+            type(command).rule(change, command)
+    except Refused as refusal:
+        return Verdict(False, refusal.code, refusal.message)
+    except Allowed as allowed:
+        if allowed.confirm:
+            return Verdict(True, confirm=allowed.confirm)
+    except HookFailed:
+        pass
+    return ALLOWED
 
 
 def definitions_of(definition: Workflow, snapshot: WorkflowSnapshot,

@@ -297,12 +297,20 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
     return _compensate(work, sink, user, flush_interval)
 
 
-def _call(hook: Callable[..., Any], *args: Any, what: str) -> AttemptOutcome:
+def _call(hook: Callable[..., Any], *args: Any, what: str, keep: bool = False
+          ) -> AttemptOutcome:
+    """Call a branch or a compensation; ``keep``: what it returned is its record (a
+    compensation's: a refund's id), as JSON, or as text when it is no JSON."""
     try:
-        resolve(hook(*args))
+        value = resolve(hook(*args))
     except Exception as error:
         return AttemptOutcome(ok=False, error=_failure(error, what))
-    return AttemptOutcome(ok=True)
+    if not keep or value is None:
+        return AttemptOutcome(ok=True)
+    try:
+        return AttemptOutcome(ok=True, value=json.loads(json.dumps(value)))
+    except (TypeError, ValueError):
+        return AttemptOutcome(ok=True, value=str(value))
 
 
 def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
@@ -318,11 +326,12 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
         branch = next((b for b in step.branches if b.id == item.target), None)
         if branch is None or branch.compensate is None:
             return AttemptOutcome(ok=True)
-        return _call(branch.compensate, hook_ctx,
+        return _call(branch.compensate, hook_ctx, keep=True,
                      what=f'The compensate hook of branch "{branch.id}"')
     if item.kind == "step":
         step = definition.step(item.target)
-        return _call(step.compensate, hook_ctx, what=step_hook("compensate", step.id)) \
+        return _call(step.compensate, hook_ctx, keep=True,
+                     what=step_hook("compensate", step.id)) \
             if step.compensate else AttemptOutcome(ok=True)
     # An operation (or a child of one): rollback(last result, ctx).
     found = _operation_snapshot(snapshot, item)
@@ -332,7 +341,7 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
     ctx = OperationContext(sink=sink, attempt=found.attempt if found else 0, snapshot=snapshot,
                            workflow=definition.id, step=item.step, user=user,
                            flush_interval=flush_interval)
-    outcome = _call(operation.rollback, found.result if found else None, ctx,
+    outcome = _call(operation.rollback, found.result if found else None, ctx, keep=True,
                     what=f'The rollback of operation "{operation.id}"')
     ctx.close()
     return outcome

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .context import HookContext, call_directly
@@ -20,7 +20,7 @@ from .definition import Step, Workflow
 from .errors import Allowed, DefinitionError, HookFailed, error_message
 from .limits import MAX_MOVES
 from .messages import missing_key
-from .outcome import ClearDeadline, Effect, Event
+from .outcome import ClearDeadline, Effect, Event, KeptSignal
 from .snapshot import WorkflowSnapshot
 
 
@@ -35,6 +35,8 @@ class Env:
     user: Any = None
     resolve: Callable[[str], Workflow] | None = None  # a workflow by id, for nested="id"
     actor: str | None = None  # who acts, as the service names them (a user's id): tasks record it
+    # The oldest signal kept for a step that starts waiting: (instance id, name, correlation).
+    kept_signal: Callable[[str, str, str | None], KeptSignal | None] = lambda *_: None
 
 
 @dataclass
@@ -82,7 +84,7 @@ class Change:
         return self.collected.events
 
     def set(self, **changes: Any) -> None:
-        self.snap = replace(self.snap, **changes)
+        self.snap = self.snap.changed(**changes)
 
     def emit(self, type_: str, step: str | None = None, error: str | None = None, *,
              at: float | None = None, **data: Any) -> None:
@@ -96,10 +98,14 @@ class Change:
     def new_token(self) -> str:
         return self.env.new_token()
 
-    def checked(self) -> None:
-        """Where a rule's checks end: nothing before this may run a hook with effects."""
+    def checked(self, confirm: str | None = None) -> None:
+        """Where a rule's checks end: nothing before this may run a hook with effects.
+
+        ``confirm``: why a person should confirm it first (the admin asks, the API's
+        ``actions`` say it).
+        """
         if self.dry:
-            raise Allowed()
+            raise Allowed(confirm)
 
     def count_move(self) -> None:
         self.collected.moves += 1

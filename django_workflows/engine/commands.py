@@ -1,24 +1,43 @@
 """Every command, declared once: its name, what it takes (its fields) and its rule.
 
 The commands people give (:class:`PersonCommand`) also declare a label, a
-summary and whether they undo work (``destructive``); the service functions,
-the testing helpers, the API's actions (with their OpenAPI entries) and the
-admin's buttons are all generated from :data:`COMMANDS`. Adding a command is
-one class here plus its rule function in ``rules/``.
+summary, whether they undo work (``destructive``), what they act on (the
+instance, one of its operations, its task), which setting bounds their wait for
+the row lock, which of their fields are sized before it, whether only operators
+may give them (``for_operators``), and the values a form may offer for a field
+now (``offered``). Every command declares what it does while its instance is
+paused (``while_paused``: refused, accepted, or held for resume; ``rules/paused.py``).
+The API's actions (with their OpenAPI entries and request bodies), the admin's
+buttons and forms, the typed service functions and the docs' lists all read
+:data:`COMMANDS`.
+Adding a command is one class here plus its rule function in ``rules/``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
+from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
 from .errors import OperationBlockedError
+from .held import HELD
 from .outcome import DeadlineKind
-from .rules import deadlines, navigation, results, saga, tasks
-from .snapshot import ErrorInfo, OperationSnapshot, Progress
+from .rules import deadlines, navigation, recovery, results, saga, tasks, waiting
+from .snapshot import (
+    ErrorInfo,
+    OperationSnapshot,
+    Progress,
+    WorkflowSnapshot,
+    operation_from_json,
+)
 
 Rule = Callable[[Any, Any], None]  # rule(change, command)
+# What a command does while its instance is paused: refused (code ``paused``), accepted
+# (its rule runs), or held and applied by its rule on resume (``rules/paused.py``).
+WhilePaused = Literal["refused", "accepted", "held"]
 
 
 @dataclass(frozen=True)
@@ -27,17 +46,44 @@ class Command:
 
     name: ClassVar[str]
     rule: ClassVar[Rule]
+    while_paused: ClassVar[WhilePaused] = "accepted"
+
+    @classmethod
+    def from_held(cls, values: Mapping[str, Any]) -> Command:
+        """The command again, from the JSON of its fields a paused instance kept."""
+        return cls(**values)
 
     def __init_subclass__(cls, *, name: str = "", rule: Rule | None = None,
-                          **kwargs: Any) -> None:
+                          while_paused: WhilePaused | None = None, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if name:
             cls.name = name
         if rule is not None:
             cls.rule = staticmethod(rule)
+        if while_paused is not None:
+            cls.while_paused = while_paused
+        if cls.while_paused == "held":
+            HELD[cls.name] = cls
 
 
 COMMANDS: dict[str, type[PersonCommand]] = {}
+"""Every command people give, by name, in the order they were declared."""
+Offered = Callable[[WorkflowSnapshot], Sequence[Any]]
+
+Target = Literal["instance", "operation", "task"]
+# How a field is given as data: the API's body and the admin's form take these kinds.
+InputKind = Literal["text", "integer", "number", "boolean", "object", "array", "json", "choice"]
+
+
+@dataclass(frozen=True)
+class Input:
+    """One thing a command takes, as a request body or a form asks for it."""
+
+    name: str
+    kind: InputKind | None  # None: no data can say it (a function): not an action's input
+    required: bool
+    nullable: bool
+    choices: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,28 +92,130 @@ class PersonCommand(Command):
 
     ``action``: offered as ``POST /api/instances/<id>/<name>/`` and as a button
     (``update_state`` is ``PATCH state/`` and the admin's state form instead).
-    ``on_task``: given to a task, ``POST /api/tasks/<id>/<name>/`` and the admin's
-    task page (its field ``task`` names the task).
+    ``acts_on``: what it acts on besides the instance: ``"operation"`` (its field
+    ``operation`` names one of the current step's; the admin offers it on that
+    operation's row) or ``"task"`` (its field ``task`` names it: ``POST
+    /api/tasks/<id>/<name>/`` and the admin's task page).
+    ``lock_timeout``: the setting that bounds its wait for the row lock.
+    ``sized``: its fields whose JSON is held to ``MAX_STATE_BYTES`` before the lock.
+    ``for_operators``: only users who act on every instance (the model's change
+    permission, a superuser) may give it; owning the instance is not enough.
+    ``offered``: for a field, the values a form may offer now, from the instance's
+    snapshot (``rewind``'s ``step``: the earlier steps of its history); any value may
+    still be given, and the rule judges it.
+    ``while_paused``: ``"refused"`` unless declared ``"accepted"`` (``cancel``).
+
+    "What applies now" asks each command as :meth:`asked` makes it: its defaults, and
+    None for a field it requires; its rule answers for any value there.
     """
 
     label: ClassVar[str]
     summary: ClassVar[str]
     destructive: ClassVar[bool]
     action: ClassVar[bool]
-    on_task: ClassVar[bool]
+    acts_on: ClassVar[Target]
+    lock_timeout: ClassVar[str]
+    sized: ClassVar[tuple[str, ...]]
+    for_operators: ClassVar[bool]
+    offered: ClassVar[Mapping[str, Offered]]
+    while_paused: ClassVar[WhilePaused] = "refused"
 
     def __init_subclass__(cls, *, label: str = "", summary: str = "",
                           destructive: bool = False, action: bool = True,
-                          on_task: bool = False, **kwargs: Any) -> None:
+                          acts_on: Target = "instance", lock_timeout: str = "LOCK_TIMEOUT",
+                          sized: tuple[str, ...] = (), for_operators: bool = False,
+                          offered: Mapping[str, Offered] | None = None,
+                          **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.label, cls.summary, cls.destructive = label, summary, destructive
-        cls.action, cls.on_task = action and not on_task, on_task
+        cls.action, cls.acts_on = action and acts_on != "task", acts_on
+        cls.lock_timeout, cls.sized = lock_timeout, tuple(sized)
+        cls.for_operators, cls.offered = for_operators, dict(offered or {})
+        if acts_on != "instance" and acts_on not in cls.__annotations__:
+            raise TypeError(f"Command {cls.name!r} acts on an {acts_on}: declare the field "
+                            f"{acts_on!r} that names it")
         COMMANDS[cls.name] = cls
 
     @classmethod
     def takes(cls) -> tuple[str, ...]:
         """The names of what the command takes besides the instance (``reason``, ``value``)."""
         return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def inputs(cls) -> tuple[Input, ...]:
+        """What it takes, each as data gives it (its kind, whether it must be given)."""
+        return _inputs_of(cls)  # type: ignore[arg-type]  # a class is hashable
+
+    @classmethod
+    def asked(cls) -> PersonCommand:
+        """The command as "what applies now" asks it: nothing given but its defaults."""
+        return cls(**{taken.name: None for taken in cls.inputs() if taken.required})
+
+    @classmethod
+    def target_field(cls) -> str | None:
+        """The field naming what it acts on (``operation``, ``task``); None: the instance."""
+        return None if cls.acts_on == "instance" else cls.acts_on
+
+    @classmethod
+    def offers(cls, snapshot: WorkflowSnapshot) -> dict[str, tuple[Any, ...]]:
+        """For each field it declares ``offered``, the values a form may offer now."""
+        return {name: tuple(values(snapshot)) for name, values in cls.offered.items()}
+
+
+@cache
+def _inputs_of(command: type[PersonCommand]) -> tuple[Input, ...]:
+    hints = get_type_hints(command)
+    found = []
+    for f in fields(command):
+        kind, nullable, choices = _kind_of(hints[f.name])
+        found.append(Input(f.name, kind, required=f.default is MISSING
+                           and f.default_factory is MISSING, nullable=nullable,
+                           choices=choices))
+    return tuple(found)
+
+
+def _kind_of(hint: Any) -> tuple[InputKind | None, bool, tuple[Any, ...]]:
+    """A field's type as data gives it: its kind, whether it may be null, its choices."""
+    options = get_args(hint) if get_origin(hint) in (typing.Union, types.UnionType) \
+        else (hint,)
+    nullable = type(None) in options
+    given = [option for option in options if option is not type(None)]
+    if len(given) != 1:
+        return None, nullable, ()  # several types, one of them a function (update_state)
+    (kind,) = given
+    origin = get_origin(kind) or kind
+    if origin is Literal:
+        return "choice", nullable, get_args(kind)
+    for types_, name in ((bool, "boolean"), (int, "integer"), (float, "number"),
+                         (str, "text")):
+        if kind is types_:
+            return name, nullable, ()  # type: ignore[return-value]
+    if kind is Any:
+        return "json", True, ()  # any JSON value: null too
+    if isinstance(origin, type) and issubclass(origin, Mapping):
+        return "object", nullable, ()
+    if isinstance(origin, type) and issubclass(origin, Sequence):
+        return "array", nullable, ()
+    return None, nullable, ()
+
+
+class Declared(Mapping[str, type[PersonCommand]]):
+    """The declared commands a test selects, read from :data:`COMMANDS` as it is now."""
+
+    def __init__(self, selects: Callable[[type[PersonCommand]], bool]) -> None:
+        self.selects = selects
+
+    def __getitem__(self, name: str) -> type[PersonCommand]:
+        declared = COMMANDS[name]
+        if not self.selects(declared):
+            raise KeyError(name)
+        return declared
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, declared in list(COMMANDS.items()) if self.selects(declared))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 @dataclass(frozen=True)
@@ -89,6 +237,13 @@ class Back(PersonCommand, name="back", rule=navigation.back, label="Back",
 
 
 @dataclass(frozen=True)
+class Rewind(PersonCommand, name="rewind", rule=recovery.rewind, label="Rewind",
+             summary="Go back to an earlier step of the history, as that many backs would",
+             offered={"step": recovery.earlier_steps}):
+    step: str  # an earlier step of the history (the latest time it was entered)
+
+
+@dataclass(frozen=True)
 class Skip(PersonCommand, name="skip", rule=navigation.skip, label="Skip",
            summary="Skip the current step"):
     pass
@@ -96,7 +251,7 @@ class Skip(PersonCommand, name="skip", rule=navigation.skip, label="Skip",
 
 @dataclass(frozen=True)
 class SkipOperation(PersonCommand, name="skip_operation", rule=navigation.skip_one_operation,
-                    label="Skip operation",
+                    label="Skip operation", acts_on="operation",
                     summary="Skip an operation of the current step that has not started"):
     operation: str | None = None  # its id; by default the one that would run next
 
@@ -114,8 +269,23 @@ class Retry(PersonCommand, name="retry", rule=navigation.retry, label="Retry",
 
 
 @dataclass(frozen=True)
+class Pause(PersonCommand, name="pause", rule=recovery.pause, label="Pause",
+            summary="Hand out no new work and move no step on until resumed",
+            for_operators=True, while_paused="accepted"):
+    reason: str | None = None  # recorded on the ``pause`` event and shown while paused
+
+
+@dataclass(frozen=True)
+class Resume(PersonCommand, name="resume", rule=recovery.resume, label="Resume",
+             summary="Go on, applying what came back while paused",
+             for_operators=True, while_paused="accepted"):
+    pass
+
+
+@dataclass(frozen=True)
 class Cancel(PersonCommand, name="cancel", rule=navigation.cancel, label="Cancel",
-             summary="Cancel the instance", destructive=True):
+             summary="Cancel the instance", destructive=True, while_paused="accepted",
+             lock_timeout="CANCEL_LOCK_TIMEOUT"):  # never lost behind a slow command
     reason: str | None = None  # recorded on the ``cancel`` event
 
 
@@ -127,7 +297,8 @@ class Rollback(PersonCommand, name="rollback", rule=saga.rollback, label="Roll b
 
 @dataclass(frozen=True)
 class UpdateState(PersonCommand, name="update_state", rule=navigation.update_state,
-                  label="Save state", summary="Replace the state", action=False):
+                  label="Save state", summary="Replace the state", action=False,
+                  sized=("value",)):
     """Replace the state with ``value``, or with ``value(current_state)`` if callable."""
 
     value: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]] | None = None
@@ -137,20 +308,22 @@ class UpdateState(PersonCommand, name="update_state", rule=navigation.update_sta
 
 
 @dataclass(frozen=True)
-class Claim(PersonCommand, name="claim", rule=tasks.claim, label="Claim", on_task=True,
+class Claim(PersonCommand, name="claim", rule=tasks.claim, label="Claim", acts_on="task",
             summary="Take the task: until you release it, only you may complete it"):
     task: str | None = None  # the task's id; by default the current step's
 
 
 @dataclass(frozen=True)
-class Release(PersonCommand, name="release", rule=tasks.release, label="Release", on_task=True,
+class Release(PersonCommand, name="release", rule=tasks.release, label="Release",
+              acts_on="task",
               summary="Give the task back to its candidates"):
     task: str | None = None
 
 
 @dataclass(frozen=True)
 class Complete(PersonCommand, name="complete", rule=tasks.complete, label="Complete",
-               on_task=True, summary="Give the task's input; the step moves on"):
+               acts_on="task", sized=("input",),
+               summary="Give the task's input; the step moves on"):
     task: str | None = None
     input: Mapping[str, Any] | None = None  # checked against the task's form
 
@@ -173,6 +346,15 @@ class AttemptOutcome:
     def blocked(self) -> bool:
         return self.error is not None and self.error.name == OperationBlockedError.__name__
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AttemptOutcome:
+        error, progress = data.get("error"), data.get("progress")
+        return cls(ok=bool(data.get("ok")), value=data.get("value"),
+                   error=ErrorInfo(**error) if error else None,
+                   children=tuple(operation_from_json(c) for c in data.get("children") or ()),
+                   logs=tuple(data.get("logs") or ()),
+                   progress=Progress(**progress) if progress else None)
+
 
 @dataclass(frozen=True)
 class AttemptStarted(Command, name="attempt_started", rule=results.attempt_started):
@@ -187,26 +369,51 @@ class AttemptStarted(Command, name="attempt_started", rule=results.attempt_start
 
 
 @dataclass(frozen=True)
-class AttemptFinished(Command, name="attempt_finished", rule=results.attempt_finished):
+class AttemptFinished(Command, name="attempt_finished", rule=results.attempt_finished,
+                      while_paused="held"):
     token: str
     outcome: AttemptOutcome = field(default_factory=lambda: AttemptOutcome(ok=True))
+
+    @classmethod
+    def from_held(cls, values: Mapping[str, Any]) -> AttemptFinished:
+        values = dict(values)
+        if "outcome" in values:
+            values["outcome"] = AttemptOutcome.from_json(values["outcome"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
 class AttemptInterrupted(Command, name="attempt_interrupted",
-                         rule=results.attempt_interrupted):
+                         rule=results.attempt_interrupted, while_paused="held"):
     """The worker of an attempt stopped sending heartbeats."""
 
     token: str
 
 
 @dataclass(frozen=True)
-class DeadlineDue(Command, name="deadline_due", rule=deadlines.deadline_due):
+class ReceiveSignal(Command, name="signal", rule=waiting.receive, while_paused="held"):
+    """A signal delivered to the instance (``services.signal``).
+
+    ``correlation``: given when the signal was addressed by it, and then it must be the
+    one the step waits with. ``signal_id``: its row, taken by the instance.
+    """
+
+    signal: str
+    payload: Any = None
+    correlation: str | None = None
+    message_id: str | None = None
+    sender: str | None = None
+    signal_id: Any = None
+
+
+@dataclass(frozen=True)
+class DeadlineDue(Command, name="deadline_due", rule=deadlines.deadline_due,
+                  while_paused="held"):
     kind: DeadlineKind
     token: str
 
 
-ACTIONS: dict[str, type[PersonCommand]] = {n: c for n, c in COMMANDS.items() if c.action}
+ACTIONS = Declared(lambda declared: declared.action)
 """The commands offered as actions and buttons, in the order of the buttons."""
-TASK_COMMANDS: dict[str, type[PersonCommand]] = {n: c for n, c in COMMANDS.items() if c.on_task}
+TASK_COMMANDS = Declared(lambda declared: declared.acts_on == "task")
 """The commands given to a task."""

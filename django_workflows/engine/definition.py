@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 
 from .errors import DefinitionError
 from .limits import MAX_LOGS
+from .schema import check_schema
 
 Hook = Callable[..., Any]
 Seconds = float | int | timedelta
@@ -88,7 +89,7 @@ class Operation:
         if not isinstance(self.backoff, int | float) or self.backoff < 1:
             raise DefinitionError(f"{what}: backoff must be a number >= 1, not {self.backoff!r}")
         set_ = object.__setattr__
-        set_(self, "retries", max(self.retries, 0))  # negative means none, as the original
+        set_(self, "retries", max(self.retries, 0))  # negative means none
         set_(self, "retry_delay", to_seconds(self.retry_delay, what=f"{what}: retry_delay"))
         set_(self, "max_retry_delay",
              to_seconds(self.max_retry_delay, what=f"{what}: max_retry_delay"))
@@ -152,9 +153,24 @@ def check_candidates(value: Any, what: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def check_show(value: Any, what: str) -> tuple[str, ...] | Hook | None:
+    """``["amount", "receipt.url"]`` (state keys, dotted paths reach inside) or a hook."""
+    if value is None or callable(value):
+        return cast("Hook | None", value)
+    problem = (f"{what} must be a list of state keys (\"amount\", \"receipt.url\") or a "
+               f"callable of the context returning label/value pairs, not {value!r}")
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise DefinitionError(problem)
+    keys = tuple(value)
+    for key in keys:
+        if not isinstance(key, str) or not key or "" in key.split("."):
+            raise DefinitionError(f"{problem}: {key!r} is not a state key")
+    return keys
+
+
 @dataclass(frozen=True, eq=False)
 class Task:
-    """Input a person must give before a step moves on (DESIGN.md §7).
+    """Input a person must give before a step moves on (``docs/tasks.md``).
 
     ``form`` is a JSON Schema or a pydantic model the input must satisfy;
     ``candidates`` who may give it (or a hook of the context returning them,
@@ -162,6 +178,9 @@ class Task:
     out (nobody decides their own claim); past ``due`` the task is overdue and
     ``escalate_to`` become candidates too. The input is merged into the state
     under ``key`` (default: the step's id), or by ``merge(state, input)``.
+    ``show`` is what the person deciding sees above the form: state keys (dotted
+    paths reach inside), or a hook of the context returning label/value pairs
+    (``engine/shown.py``).
     """
 
     form: Any
@@ -173,10 +192,12 @@ class Task:
     merge: Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]] | None = field(
         default=None, kw_only=True)
     title: str | None = field(default=None, kw_only=True)
+    show: Sequence[str] | Hook | None = field(default=None, kw_only=True)
 
     def check(self, what: str) -> None:
         """Checked by its step, whose id the messages name."""
         what = f"{what}: task"
+        object.__setattr__(self, "show", check_show(self.show, f"{what} show"))
         if callable(self.candidates):
             pass  # asked when the task opens
         else:
@@ -190,9 +211,17 @@ class Task:
             raise DefinitionError(f"{what} key must be a non-empty string, not {self.key!r}")
         if self.form is None:
             raise DefinitionError(f"{what} needs a form: a JSON Schema or a pydantic model")
-        from .schema import check_schema  # jsonschema is imported only when used
-
         check_schema(self.form, what, name="form")
+
+
+class Wait:
+    """What a step waits for besides its work and its task: a signal or a time
+    (``Signal`` and ``Timer``, in ``engine/waits.py``)."""
+
+    kind: str
+
+    def check(self, what: str) -> None:
+        """Checked by its step, whose id the messages name."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -214,6 +243,8 @@ class Step:
     # False: ``skip`` is refused on this step (``not_skippable``), whoever asks.
     skippable: bool = field(default=True, kw_only=True)
     task: Task | None = field(default=None, kw_only=True)
+    # A signal or a time to wait for: the step moves on when it comes (engine/waits.py).
+    wait: Wait | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Step")
@@ -225,6 +256,11 @@ class Step:
             if not isinstance(self.task, Task):
                 raise DefinitionError(f"{what}: task must be a Task, not {self.task!r}")
             self.task.check(what)
+        if self.wait is not None:
+            if not isinstance(self.wait, Wait):
+                raise DefinitionError(f"{what}: wait must be a Signal or a Timer, "
+                                      f"not {self.wait!r}")
+            self.wait.check(what)
         for name in ("enter", "leave", "validate", "when", "compensate"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         if self.advance not in ("manual", "auto"):
@@ -241,7 +277,7 @@ class Step:
         for index, branch in enumerate(self.parallel):
             if isinstance(branch, Branch):
                 branches.append(branch)
-            elif callable(branch):  # a bare callable, as the original allows
+            elif callable(branch):  # a bare callable: a branch named "<step>:<index>"
                 branches.append(Branch(f"{self.id}:{index}", run=branch))
             else:
                 raise DefinitionError(f"{what}: parallel items must be Branch objects or "
@@ -305,6 +341,9 @@ class Workflow:
     # True: instances are only started as another workflow's nested child, never created
     # directly (the services, the API and the admin refuse it).
     nested_only: bool = field(default=False, kw_only=True)
+    # False: a completed instance stays completed: ``back`` and ``rewind`` refuse it
+    # (``reopen_forbidden``). True (the original runner's rule): back reopens it.
+    reopen_completed: bool = field(default=True, kw_only=True)
     # Filled in by __post_init__ for fast lookups.
     steps_by_id: Mapping[str, Step] = field(init=False, repr=False)
     operations_by_id: Mapping[str, Operation] = field(init=False, repr=False)
@@ -340,9 +379,10 @@ class Workflow:
                 operations[operation.id] = operation
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
-        if not isinstance(self.nested_only, bool):
-            raise DefinitionError(f"{what}: nested_only must be True or False, "
-                                  f"not {self.nested_only!r}")
+        for flag in ("nested_only", "reopen_completed"):
+            if not isinstance(getattr(self, flag), bool):
+                raise DefinitionError(f"{what}: {flag} must be True or False, "
+                                      f"not {getattr(self, flag)!r}")
         if self.initial is not None and not callable(self.initial) and not isinstance(
                 self.initial, Mapping):
             raise DefinitionError(f"{what}: initial must be a dict or a callable returning one")
@@ -353,8 +393,6 @@ class Workflow:
         set_(self, "operations_by_id", operations)
         set_(self, "title", self.title or self.id)
         if self.state_schema is not None:
-            from .schema import check_schema  # jsonschema is imported only when used
-
             check_schema(self.state_schema, what)
 
     def __repr__(self) -> str:

@@ -98,7 +98,15 @@ class MissingStateKey(KeyError):
 
 
 class Allowed(Exception):
-    """Raised where a rule's checks end, in a dry run: the command would be accepted."""
+    """Raised where a rule's checks end, in a dry run: the command would be accepted.
+
+    ``confirm``: it would, but a person should say so first, for this reason (``back``
+    reopens a completed instance).
+    """
+
+    def __init__(self, confirm: str | None = None) -> None:
+        super().__init__(confirm)
+        self.confirm = confirm
 
 
 def error_name(error: BaseException) -> str:

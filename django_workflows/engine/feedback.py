@@ -1,4 +1,4 @@
-"""How a running operation is shown to people: its feedback phase (SEED-RULES O-30..33).
+"""How a running operation is shown to people: its feedback phase.
 
 ``none`` for a finished operation and for the first moments of a running one,
 then ``activity``; once a second has passed, ``determinate`` (with a percent)

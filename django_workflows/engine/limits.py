@@ -8,7 +8,7 @@ MAX_MOVES = 1000
 MAX_LOGS = 1000
 # A running attempt reports its log lines at least every this many lines.
 FLUSH_LINES = 50
-# How an operation's progress is shown (SEED-RULES O-30..33), in seconds since it started:
+# How an operation's progress is shown (engine/feedback.py), in seconds since it started:
 # nothing at first, then a sign of activity, then the progress (or a message when stalled).
 FEEDBACK_ACTIVITY_AFTER = 0.2
 FEEDBACK_LOADING_AFTER = 1.0

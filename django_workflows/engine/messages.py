@@ -1,6 +1,7 @@
 """Messages the engine writes into snapshots and events, each in one place.
 
-Their texts follow the original runner's (``SEED-RULES.md``), in seconds.
+Their texts are the ones ``docs/rules.md`` quotes (times in seconds): tests and
+users' code match on them, so change them only with the docs.
 """
 
 from __future__ import annotations
@@ -31,12 +32,23 @@ def step_timed_out(step: str, timeout: float | None) -> str:
     return f'Workflow step "{step}" timed out after {format_seconds(timeout or 0)}'
 
 
+def signal_timed_out(step: str, signal: str, timeout: float | None) -> str:
+    return (f'Workflow step "{step}" waited for the signal "{signal}" longer than '
+            f"{format_seconds(timeout or 0)}")
+
+
 def step_left(step: str | None) -> str:
     return f'Workflow step "{step}" was left'
 
 
 def step_skipped(step: str | None) -> str:
     return f'Workflow step "{step}" was skipped'
+
+
+def key_reserved(key: str, writer: str) -> str:
+    """Why ``create`` or ``update_state`` refuses a value under a state key that only
+    ``writer`` writes (``the task of step "approval"``)."""
+    return f"{json.dumps(key, ensure_ascii=False)} is written by {writer}; it cannot be set here"
 
 
 def step_hook(kind: str, step: str | None) -> str:

@@ -9,7 +9,8 @@ from typing import Any, Literal
 from .schema import FieldError
 from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
 
-DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due"]
+DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due",
+                       "signal-timeout", "timer"]
 
 EVENT_TYPES = (
     "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
@@ -20,6 +21,8 @@ EVENT_TYPES = (
     "branch-started", "branch-succeeded", "branch-failed", "branch-cancelled",
     "compensation-started", "attempt-stopped",
     "task-open", "task-claim", "task-release", "task-complete", "task-overdue", "task-cancel",
+    "signal-wait", "signal", "signal-timeout", "timer-wait", "timer-fire",
+    "pause", "held", "rewind",
 )
 
 
@@ -82,7 +85,27 @@ class SaveTask:
     candidates_changed: bool = False
 
 
-Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask
+@dataclass(frozen=True)
+class KeptSignal:
+    """A signal that arrived before its step waited, as the service found it kept."""
+
+    id: Any  # its row's key
+    payload: Any
+    message_id: str | None = None
+    sender: str | None = None  # who sent it, as the service names users
+
+
+@dataclass(frozen=True)
+class TakeSignal:
+    """The kept signal ``signal_id`` was taken by the instance (or, ``refused``, found with a
+    payload its step's schema refuses: it is kept no longer either way)."""
+
+    instance_id: str
+    signal_id: Any
+    refused: bool = False
+
+
+Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask | TakeSignal
 
 
 @dataclass(frozen=True)

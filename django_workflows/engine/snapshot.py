@@ -1,9 +1,10 @@
 """Immutable snapshots of instances, and their exact JSON round trip.
 
-The JSON shape is the original runner's persisted shape in snake_case
-(``version``, ``state``, ``current_step``, ``completed_steps``, ...) plus what
-a database needs to resume safely: the current step run and its deadline,
-attempts that were told to stop, and the rollback plan.
+The JSON shape is an instance's persisted shape in snake_case (``version``,
+``state``, ``current_step``, ``completed_steps``, ...): what a migration
+(``Workflow(migrate=...)``) receives, with what a database needs to resume
+safely: the current step run and its deadline, attempts that were told to stop,
+and the rollback plan.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from .definition import Operation
 
 WorkflowStatus = Literal["idle", "running", "blocked", "failed", "cancelled", "completed",
-                         "rolling-back"]
+                         "rolling-back", "paused"]
 OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "retrying",
                           "succeeded", "failed", "cancelled", "skipped"]
 BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
@@ -115,6 +116,8 @@ class RollbackItem:
     token: str | None = None
     error: str | None = None
     claimed: bool = False  # a worker took it: a stop must wait for that worker
+    result: Any = None  # what the compensation returned (a refund's id), once done
+    finished_at: float | None = None
 
     @property
     def label(self) -> str:
@@ -122,8 +125,29 @@ class RollbackItem:
 
 
 @dataclass(frozen=True)
+class Standing:
+    """Where an instance stood when its rollback started: what the rollback undid."""
+
+    status: WorkflowStatus
+    state: Mapping[str, Any] = field(default_factory=dict)
+    current_step: str | None = None
+    history: tuple[str, ...] = ()
+    completed_steps: tuple[str, ...] = ()
+    skipped_steps: tuple[str, ...] = ()
+    started_at: float | None = None
+    completed_at: float | None = None
+
+
+@dataclass(frozen=True)
 class RollbackPlan:
+    """A rollback's compensations, with when it started, who started it and where the
+    instance stood then; kept as the instance's ``rolled_back`` record once it finished."""
+
     items: tuple[RollbackItem, ...] = ()
+    started_at: float | None = None
+    by: str | None = None  # who rolled it back, as the service names users (None: code)
+    before: Standing | None = None
+    finished_at: float | None = None
 
     @property
     def next_item(self) -> tuple[int, RollbackItem] | None:
@@ -165,6 +189,48 @@ class TaskSnapshot:
 
 
 @dataclass(frozen=True)
+class WaitSnapshot:
+    """What the current step waits for: a signal (by ``name``, with its ``correlation``)
+    or a timer; ``until`` is when its timeout or its timer falls due (its deadline's
+    ``token``). Kept once it ``arrived``, until the step is left."""
+
+    kind: Literal["signal", "timer"]
+    step: str
+    token: str
+    since: float
+    name: str | None = None
+    correlation: str | None = None
+    until: float | None = None
+    arrived: float | None = None  # when the signal or the time came: the step may move on
+
+
+@dataclass(frozen=True)
+class HeldInput:
+    """What came to a paused instance (a worker's result, a deadline, a signal), held to
+    be applied on resume: the engine command's ``name`` and its fields as JSON."""
+
+    command: str
+    values: Mapping[str, Any]
+    at: float
+
+    @property
+    def token(self) -> str | None:
+        return self.values.get("token")
+
+
+@dataclass(frozen=True)
+class PauseSnapshot:
+    """A paused instance: since when, who paused it and why, the ``status`` that resume
+    gives back, and what came meanwhile (``held``, in the order it came)."""
+
+    at: float
+    status: WorkflowStatus
+    by: str | None = None  # as the service names users (None: code)
+    reason: str | None = None
+    held: tuple[HeldInput, ...] = ()
+
+
+@dataclass(frozen=True)
 class WorkflowSnapshot:
     id: str
     workflow: str
@@ -187,6 +253,9 @@ class WorkflowSnapshot:
     stopping: tuple[StoppingAttempt, ...] = ()
     rollback: RollbackPlan | None = None
     task: TaskSnapshot | None = None  # the current step's task (or the last one)
+    waiting: WaitSnapshot | None = None  # the current step's signal or timer
+    paused: PauseSnapshot | None = None  # set while the status is "paused"
+    rolled_back: RollbackPlan | None = None  # the last rollback that finished: its record
 
     @property
     def open_task(self) -> TaskSnapshot | None:
@@ -218,6 +287,19 @@ class WorkflowSnapshot:
         """This snapshot or a nested one with that id."""
         return next((node for node in self.tree() if node.id == instance_id), None)
 
+    def changed(self, **changes: Any) -> WorkflowSnapshot:
+        """``dataclasses.replace(self, **changes)``, without its ``__init__``: the rules
+        replace the snapshot a dozen times per command, and replace cost most of that."""
+        unknown = changes.keys() - _SNAPSHOT_FIELDS
+        if unknown:
+            raise TypeError(f"WorkflowSnapshot has no field {sorted(unknown)[0]!r}")
+        new = object.__new__(WorkflowSnapshot)
+        new.__dict__.update(self.__dict__, **changes)
+        return new
+
+
+_SNAPSHOT_FIELDS = frozenset(f.name for f in fields(WorkflowSnapshot))
+
 
 # -- JSON ------------------------------------------------------------------
 
@@ -236,6 +318,11 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "__dataclass_fields__"):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     return value
+
+
+def plain_json(value: Any) -> Any:
+    """A value as plain JSON types: dataclasses as objects, tuples as lists."""
+    return _plain(value)
 
 
 def to_json(snapshot: WorkflowSnapshot | OperationSnapshot | BranchSnapshot) -> dict[str, Any]:
@@ -271,7 +358,21 @@ def _rollback_from_json(data: Any) -> RollbackPlan | None:
         values = _known(RollbackItem, item)
         values["path"] = tuple(item.get("path") or ())
         items.append(RollbackItem(**values))
-    return RollbackPlan(items=tuple(items))
+    before = data.get("before")
+    if before is not None:
+        before = Standing(**{**_known(Standing, before), "state": dict(before.get("state") or {}),
+                             **{name: tuple(before.get(name) or ()) for name in (
+                                 "history", "completed_steps", "skipped_steps")}})
+    return RollbackPlan(items=tuple(items), started_at=data.get("started_at"),
+                        by=data.get("by"), before=before, finished_at=data.get("finished_at"))
+
+
+def _paused_from_json(data: Any) -> PauseSnapshot | None:
+    if data is None:
+        return None
+    held = tuple(HeldInput(command=h["command"], values=dict(h.get("values") or {}), at=h["at"])
+                 for h in data.get("held") or ())
+    return PauseSnapshot(**{**_known(PauseSnapshot, data), "held": held})
 
 
 def from_json(data: Mapping[str, Any]) -> WorkflowSnapshot:
@@ -288,11 +389,14 @@ def from_json(data: Mapping[str, Any]) -> WorkflowSnapshot:
     values["stopping"] = tuple(StoppingAttempt(**_known(StoppingAttempt, s))
                                for s in data.get("stopping") or ())
     values["rollback"] = _rollback_from_json(data.get("rollback"))
+    values["rolled_back"] = _rollback_from_json(data.get("rolled_back"))
+    values["paused"] = _paused_from_json(data.get("paused"))
     task = data.get("task")
     if task:
         task_values = _known(TaskSnapshot, task)
         task_values["candidates"] = tuple(task.get("candidates") or ())
         values["task"] = TaskSnapshot(**task_values)
+    values["waiting"] = _optional(WaitSnapshot, data.get("waiting"))
     return WorkflowSnapshot(**values)
 
 
@@ -311,8 +415,9 @@ def new_operation_snapshot(definition: Operation, step: str) -> OperationSnapsho
 
 
 __all__ = [
-    "BranchSnapshot", "ErrorInfo", "OperationSnapshot", "Progress", "RollbackItem",
-    "RollbackPlan", "StepRun", "StoppingAttempt", "TaskSnapshot", "WorkflowSnapshot",
+    "BranchSnapshot", "ErrorInfo", "HeldInput", "OperationSnapshot", "PauseSnapshot",
+    "Progress", "RollbackItem", "RollbackPlan", "Standing", "StepRun", "StoppingAttempt",
+    "TaskSnapshot", "WaitSnapshot", "WorkflowSnapshot",
     "from_json",
-    "new_operation_snapshot", "new_snapshot", "to_json",
+    "new_operation_snapshot", "new_snapshot", "plain_json", "to_json",
 ]

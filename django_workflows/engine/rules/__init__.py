@@ -8,5 +8,7 @@ One module per family:
 - ``work``: a step's background work handed out and told to stop;
 - ``results``: work coming back (attempts claimed, finished, interrupted);
 - ``deadlines``: step timeouts, attempt timeouts and retry delays falling due;
-- ``saga``: rollback, a plan of compensations.
+- ``saga``: rollback, a plan of compensations (and the record it leaves);
+- ``paused``: what a paused instance refuses, holds for resume, or lets by;
+- ``recovery``: pause, resume and rewind.
 """

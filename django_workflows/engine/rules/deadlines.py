@@ -1,5 +1,5 @@
 """Deadlines falling due: a step's timeout, an attempt's timeout, the end of a retry
-delay, a task's due date.
+delay, a task's due date, a signal's timeout, a timer.
 
 Each arrives as ``DeadlineDue(kind, token)``; one whose token is no longer
 current is refused as stale (``stale_deadline``).
@@ -17,6 +17,7 @@ from ..messages import operation_timed_out, step_timed_out
 from ..snapshot import ErrorInfo, OperationSnapshot
 from .results import operation_failed, retry_operation
 from .tasks import task_due
+from .waiting import signal_timeout_due, timer_due
 from .work import add_stopping, queue_attempt, stop_work
 
 if TYPE_CHECKING:
@@ -32,6 +33,10 @@ def deadline_due(c: Change, command: DeadlineDue) -> None:
         retry_due(c, command.token)
     elif command.kind == "task-due":
         task_due(c, command.token)
+    elif command.kind == "signal-timeout":
+        signal_timeout_due(c, command.token)
+    elif command.kind == "timer":
+        timer_due(c, command.token)
     else:
         raise Refused("stale_deadline", f"Unknown deadline kind {command.kind!r}")
 

@@ -1,5 +1,5 @@
 """What people do: start, next, back, skip, skip_operation, validate, update_state, retry,
-cancel.
+cancel (``recovery`` has pause, resume and rewind).
 
 Each rule is one function. Its checks come first and end at ``c.checked()``;
 before that point a rule runs no hook with effects (only ``validate`` and the
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..change import Change
 from ..errors import HookFailed, Refused
 from ..messages import step_hook, step_left, step_skipped
+from ..reserved import refuse_written_keys
 from ..schema import check_state
 from ..snapshot import FINISHED, WorkflowSnapshot
 from .steps import (
@@ -31,6 +32,7 @@ from .steps import (
     settle,
     validate_current,
 )
+from .waiting import end_wait, refuse_next_while_waiting
 from .work import (
     cancel_task,
     skip_operation,
@@ -82,7 +84,9 @@ def start(c: Change, command: Start) -> None:
     refuse_if_cancelled(c)
     if c.snap.status != "idle":
         raise Refused("already_started", f"{c.name} has already started")
-    c.checked()
+    # A rolled-back instance runs its work again: a person says so first.
+    c.checked(confirm=f"{c.name} was rolled back: starting it runs its steps and their "
+                      "work again" if c.snap.rolled_back is not None else None)
     begin(c)
 
 
@@ -106,6 +110,7 @@ def next_(c: Change, command: Next) -> None:
     if task is not None:
         raise Refused("task_open", f'Workflow step "{step.id}" waits for its task '
                                    f'"{task.title}": complete it to go on')
+    refuse_next_while_waiting(c)
     if validate_current(c):
         raise Refused("validation_failed", "; ".join(c.snap.errors))
     c.checked()
@@ -116,9 +121,7 @@ def back(c: Change, command: Back) -> None:
     refuse_if_cancelled(c)
     if c.snap.status == "rolling-back":
         raise Refused("not_running", f"{c.name} is rolling back")
-    if c.snap.status == "completed" and c.snap.parent_id is not None:
-        # Its parent followed it (and may have gone on): a nested child does not run again.
-        raise Refused("completed", f"{c.name} is already completed")
+    reopening = refuse_reopening(c)
     child = c.current_child
     if child is not None and child.status == "running":
         try:
@@ -128,19 +131,44 @@ def back(c: Change, command: Back) -> None:
             pass  # the child cannot go back: the parent does
     if len(c.snap.history) < 2:
         raise Refused("no_previous_step", f"{c.name} has no previous step")
-    c.checked()
-    # Its work and its task stop; its child is kept for a return to this step.
+    c.checked(confirm=reopening)
+    step_back(c)
+
+
+def refuse_reopening(c: Change) -> str | None:
+    """``back`` or ``rewind`` of a completed instance: refused for a nested child (its
+    parent followed it) and where the definition says ``reopen_completed=False``;
+    otherwise what a person confirms first."""
+    if c.snap.status != "completed":
+        return None
+    if c.snap.parent_id is not None:
+        # Its parent followed it (and may have gone on): a nested child does not run again.
+        raise Refused("completed", f"{c.name} is already completed")
+    if not c.definition.reopen_completed:
+        raise Refused("reopen_forbidden", f"{c.name} is completed and does not reopen "
+                                          "(reopen_completed=False)")
+    return f"{c.name} is completed: going back reopens it"
+
+
+def step_back(c: Change, *, announce: bool = True) -> str:
+    """One step back in the history, once the checks passed: the step left stops its work
+    and its task (its child is kept for a return to it), the previous step is current
+    again, event ``back`` (unless ``announce`` is False: ``rewind`` says it once), and
+    its enter hook runs (not its background work). Returns the step returned to."""
     stop_work(c, step_left(c.snap.current_step), step=c.snap.current_step)
     cancel_task(c, step_left(c.snap.current_step))
+    end_wait(c)
     c.end_step_run()
     previous = c.snap.history[-2]
     c.set(status="running", current_step=previous, history=c.snap.history[:-1],
           completed_steps=tuple(s for s in c.snap.completed_steps if s != previous),
           errors=(), completed_at=None)
-    c.emit("back", step=previous)
+    if announce:
+        c.emit("back", step=previous)
     step = c.definition.step(previous)
     if step.enter is not None:  # its enter hook only, not its background work
         c.run_hook(step.enter, c.context(), step=previous, what=step_hook("enter", previous))
+    return previous
 
 
 def skip(c: Change, command: Skip) -> None:
@@ -154,6 +182,7 @@ def skip(c: Change, command: Skip) -> None:
     # Its work and its task stop, its child is cancelled: the step will not be done.
     stop_work(c, step_skipped(key), step=key)
     cancel_task(c, step_skipped(key))
+    end_wait(c)
     if c.current_child is not None:
         cancel_child(c)
     c.end_step_run()
@@ -194,7 +223,10 @@ def update_state(c: Change, command: UpdateState) -> None:
     value = command.value
     if callable(value):
         value = value(copy.deepcopy(dict(c.snap.state)))
-    c.set(state=check_state(c.definition.state_schema, value))
+    state = check_state(c.definition.state_schema, value)
+    # What a task wrote (or will write) stays as it is: only the task writes it.
+    refuse_written_keys(c.definition, state, c.snap.state)
+    c.set(state=state)
     c.emit("state-update", step=c.snap.current_step)
     if c.snap.status == "blocked":
         c.set(status="running", errors=())

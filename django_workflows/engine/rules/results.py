@@ -174,7 +174,7 @@ def stop_acknowledged(c: Change, stopping: StoppingAttempt, outcome: AttemptOutc
     c.emit("attempt-stopped", kind=stopping.kind, target=stopping.target,
            reason=stopping.reason, finished=outcome is not None)
     if stopping.kind == "compensation" and outcome is not None and outcome.ok:
-        saga.compensation_done_late(c, stopping.target)
+        saga.compensation_done_late(c, stopping.target, outcome.value)
     if stopping.kind == "branch" and outcome is not None and outcome.ok:
         # Its result is discarded, but what it did happened: a rollback must undo it.
         c.set(parallel=tuple(replace(b, finished_late=True)

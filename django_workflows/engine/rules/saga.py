@@ -18,7 +18,15 @@ from ..definition import Operation
 from ..errors import Refused
 from ..messages import INTERRUPTED_WORKFLOW, ROLLED_BACK_WITH_PARENT
 from ..outcome import RunAttempt, StopAttempt
-from ..snapshot import FINISHED, OperationSnapshot, RollbackItem, RollbackPlan, WorkflowSnapshot
+from ..snapshot import (
+    FINISHED,
+    OperationSnapshot,
+    RollbackItem,
+    RollbackPlan,
+    Standing,
+    WorkflowSnapshot,
+)
+from .waiting import end_wait
 from .work import add_stopping, cancel_task, still_stopping
 
 if TYPE_CHECKING:
@@ -44,8 +52,16 @@ def rollback(c: Change, command: Rollback | None = None) -> None:
         raise Refused("work_in_progress",
                       f"{c.name} has work in progress; cancel it before rolling back")
     c.checked()
+    # Where it stands now, and who rolls it back: kept as its record once it is idle again.
+    snap = c.snap
+    plan = replace(build_plan(c), started_at=c.env.now, by=c.env.actor, before=Standing(
+        status=snap.status, state=snap.state, current_step=snap.current_step,
+        history=snap.history, completed_steps=snap.completed_steps,
+        skipped_steps=snap.skipped_steps, started_at=snap.started_at,
+        completed_at=snap.completed_at))
     cancel_task(c, "Rolled back")
-    c.set(status="rolling-back", errors=(), rollback=build_plan(c))
+    end_wait(c)
+    c.set(status="rolling-back", errors=(), rollback=plan)
     c.emit("rollback", step=c.snap.current_step, phase="started")
     continue_rollback(c)
 
@@ -94,7 +110,7 @@ def put_item(c: Change, index: int, item: RollbackItem) -> None:
     assert plan is not None
     items = list(plan.items)
     items[index] = item
-    c.set(rollback=RollbackPlan(items=tuple(items)))
+    c.set(rollback=replace(plan, items=tuple(items)))
 
 
 def item_index(c: Change, item: RollbackItem) -> int:
@@ -103,8 +119,13 @@ def item_index(c: Change, item: RollbackItem) -> int:
     return next(i for i, it in enumerate(plan.items) if it.label == item.label)
 
 
-def mark_done(c: Change, index: int, item: RollbackItem, **data: Any) -> None:
-    put_item(c, index, replace(item, status="done", token=None, error=None))
+def mark_done(c: Change, index: int, item: RollbackItem, result: Any = None,
+              **data: Any) -> None:
+    """The compensation is done; what it returned (a refund's id) is its record."""
+    put_item(c, index, replace(item, status="done", token=None, error=None, result=result,
+                               finished_at=c.env.now))
+    if result is not None:
+        data["result"] = result
     c.emit("compensate", step=item.step, item=item.label, **data)
 
 
@@ -186,7 +207,7 @@ def nested_rollback_changed(c: Change, child: WorkflowSnapshot) -> None:
 
 def compensation_finished(c: Change, item: RollbackItem, outcome: AttemptOutcome) -> None:
     if outcome.ok:
-        mark_done(c, item_index(c, item), item)
+        mark_done(c, item_index(c, item), item, outcome.value)
         continue_rollback(c)
     else:
         message = outcome.error.message if outcome.error else "Compensation failed"
@@ -201,14 +222,14 @@ def compensation_failed(c: Change, item: RollbackItem, message: str,
     c.emit("error", step=item.step, error=message, item=item.label)
 
 
-def compensation_done_late(c: Change, label: str) -> None:
+def compensation_done_late(c: Change, label: str, result: Any = None) -> None:
     """A compensation told to stop finished anyway: it is done, never run twice."""
     plan = c.snap.rollback
     if plan is None:
         return
     for index, item in enumerate(plan.items):
         if item.label == label and item.status != "done":
-            mark_done(c, index, item, late=True)
+            mark_done(c, index, item, result, late=True)
 
 
 def stop_compensation(c: Change, reason: str) -> None:
@@ -228,13 +249,17 @@ def stop_compensation(c: Change, reason: str) -> None:
 def finish_rollback(c: Change) -> None:
     """Every compensation ran: the instance is idle again with a fresh initial state.
 
-    **Adapted:** the original emits no final event; this one says the
-    rollback finished, so the event log alone tells the instance is idle.
+    A last ``rollback`` event (``phase="finished"``) says the rollback finished, so the
+    event log alone tells the instance is idle (``docs/rules.md``, rollback). The plan,
+    with where the instance stood before and what each compensation returned, is kept
+    as its record (``rolled_back``) until another rollback finishes.
     """
+    plan = c.snap.rollback
     c.emit("rollback", phase="finished")
     c.let_go_of_child()
     # A factory of the initial state is user code: called as hooks are (env.call).
     c.set(status="idle", current_step=None, completed_steps=(), skipped_steps=(), history=(),
-          errors=(), operations=(), parallel=(), task=None,
+          errors=(), operations=(), parallel=(), task=None, waiting=None,
           state=c.env.call(c.definition.initial_state), started_at=None, completed_at=None,
-          step_run=None, rollback=None)
+          step_run=None, rollback=None,
+          rolled_back=replace(plan, finished_at=c.env.now) if plan is not None else None)

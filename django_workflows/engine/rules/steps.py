@@ -20,7 +20,8 @@ from ..messages import CANCELLED, step_hook, transition_guard
 from ..outcome import SetDeadline
 from ..schema import check_state
 from ..snapshot import FINISHED, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
-from . import saga
+from . import paused, saga
+from .waiting import begin_wait, end_wait
 from .work import cancel_task, dispatch_branches, hand_out_operation, open_task, stop_work
 
 
@@ -101,6 +102,7 @@ def leave_current(c: Change) -> None:
         c.run_hook(step.leave, c.context(), step=key, what=step_hook("leave", key))
     c.emit("step-leave", step=key)
     c.end_step_run()
+    end_wait(c)
     follow_transitions(c, key, add_unique(c.snap.completed_steps, key))
 
 
@@ -147,7 +149,9 @@ def rerun(c: Change) -> None:
 def commit_cancel(c: Change, reason: str | None = None) -> None:
     """Cancel once the guards allowed it: the child first, then the work, then this."""
     cancel_child(c, reason)  # the child is cancelled, and says so, first
+    paused.end_for_cancel(c)  # what workers reported while it was paused, as it ended
     cancel_task(c, CANCELLED)
+    end_wait(c)
     stop_work(c, CANCELLED)
     saga.stop_compensation(c, CANCELLED)
     c.end_step_run()
@@ -175,6 +179,8 @@ def execute_step(c: Change, *, include_enter: bool) -> None:
         c.run_hook(step.enter, c.context(), step=step.id, what=step_hook("enter", step.id))
     if include_enter and step.task is not None:
         open_task(c, step)
+    if include_enter and step.wait is not None:
+        begin_wait(c, step)
     if step.nested is not None:
         run_nested(c, step.id)
     dispatch_branches(c, step)
@@ -218,8 +224,12 @@ def advance(c: Change) -> None:
         return  # the step waits for its child
     if c.snap.open_task is not None:
         return  # the step waits for its task
-    # An auto step moves on once it validates (entering the next step counts the move).
-    if step.advance == "auto" and not validate_current(c):
+    waiting = c.snap.waiting
+    if waiting is not None and waiting.arrived is None:
+        return  # the step waits for its signal or its time
+    # An auto step moves on once it validates (entering the next step counts the move), and
+    # so does a step whose signal or time came, as next would move it.
+    if (step.advance == "auto" or waiting is not None) and not validate_current(c):
         leave_current(c)
 
 

@@ -1,4 +1,4 @@
-"""Tasks: a step that waits for a person's input (DESIGN.md §7).
+"""Tasks: a step that waits for a person's input (``docs/tasks.md``).
 
 Entering the step opens its task (``task-open``); its candidates may
 ``claim`` and ``release`` it, and ``complete(input)`` checks the input

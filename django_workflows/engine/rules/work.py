@@ -96,7 +96,7 @@ def step_work_done(c: Change, step: Step) -> bool:
 
 def skippable_operation(c: Change, step: Step, operation_id: str | None) -> Operation:
     """The operation of ``step`` that ``skip_operation`` would skip (by default the next
-    to run); refused unless it is idle or queued, as the original's ``skip()`` is."""
+    to run); refused unless it is idle or queued (``docs/rules.md``, skip_operation)."""
     if operation_id is None:
         waiting = [o for o in step.operations if (op := c.snap.operation(o.id)) is None
                    or op.status not in DONE]
