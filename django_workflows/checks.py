@@ -8,36 +8,56 @@
 | E004 | a hook is not callable |
 | E005 | another broken definition |
 | E006 | a nested workflow id that is not registered |
-| E010 | a bad ``DJANGO_WORKFLOWS`` setting |
+| E007 | a ``Timer`` with neither ``after`` nor ``until`` (or both) |
+| E010 | a bad ``DJANGO_WORKFLOWS`` setting (the Tasks runner's backend or queues too) |
 | E020 | django-q2's ``retry`` does not exceed its largest task ``timeout`` |
 | E021 | django-q2's ``max_attempts`` is unbounded |
 | E030 | our tables may be migrated to an Oracle database, which is not supported |
+| E050 | a schedule names a workflow that is not registered |
+| E051 | a schedule's ``cron`` is not a cron expression |
+| E052 | a schedule's ``timezone`` is not a time zone this system knows |
+| E053 | a ``cron`` schedule without cronsim installed (the ``cron`` extra) |
+| E060 | ``METRICS`` on without prometheus-client (the ``metrics`` extra) |
+| E061 | ``TRACING`` on without the OpenTelemetry API (the ``otel`` extra) |
 | W001 | SQLite without WAL, ``transaction_mode="IMMEDIATE"`` and a busy timeout |
 | W002 | django-q2 workers would open a new database connection for every task |
-| W020 | a task's candidates name a group or a permission that does not exist |
+| W020 | a task's candidates or a signal's senders name a group or a permission that does |
+|      | not exist |
 | W030 | no sweep ran lately while deadlines or queued attempts are overdue |
+| W031 | the Tasks runner's backend cannot defer Tasks: its sweep cannot run |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 | W040 | DRF's ``DEFAULT_SCHEMA_CLASS`` is not drf-spectacular's (``api/checks.py``) |
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.core.checks import Error, Tags, Warning, register
-from django.db import router
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import DatabaseError, router
 from django.utils.module_loading import import_string
 
 from . import registry
-from .conf import DEFAULTS, SETTING_NAME
-from .engine import Workflow
+from .conf import DEFAULTS, SETTING_NAME, TASKS_RUNNER, runner_is
+from .engine import Signal, Workflow
+from .engine.schedules import cron_library_installed
+from .services.sweep import sweep_health
 
-# Settings that are switches; every other one but RUNNER and RETENTION_DAYS is a number.
-BOOLEAN_SETTINGS = {"PUBLIC_SCHEMA", "SWEEP_IN_WORKERS"}
+# Settings that are switches; every other one but RUNNER, RETENTION_DAYS and the names below
+# is a number.
+BOOLEAN_SETTINGS = {"PREPARED_STATEMENTS", "PUBLIC_SCHEMA", "SWEEP_IN_WORKERS", "METRICS",
+                    "TRACING"}
+# Settings that are names (the Tasks runner's backend and queues); None: the default.
+NAME_SETTINGS = {"TASKS_BACKEND", "TASKS_QUEUE", "TASKS_SWEEP_QUEUE", "METRICS_TOKEN"}
+# Names that may be None: the default.
+OPTIONAL_NAMES = {"TASKS_SWEEP_QUEUE", "METRICS_TOKEN"}
 
-DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004"}
+DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004",
+                    "timer_without_time": "E007", "bad_cron": "E051",
+                    "unknown_timezone": "E052"}
 
 
 @register(Tags.models)
@@ -49,6 +69,26 @@ def check_definitions(app_configs: Any = None, **kwargs: Any) -> list[Error]:
     ]
     for definition in registry.all_definitions():
         errors += _check_nested(definition)
+    return errors
+
+
+@register(Tags.models)
+def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """Registered schedules: their workflow is registered, their cron can be read (a bad
+    expression or time zone fails when the schedule is made: E051 and E052 above)."""
+    errors = []
+    for schedule in registry.all_schedules():
+        if registry.find(schedule.workflow_id) is None:
+            errors.append(Error(
+                f'Schedule "{schedule.id}" starts workflow "{schedule.workflow_id}", which is '
+                "not registered", hint="Correct the id, or register the workflow (a "
+                "workflows.py module, or register()).", id="django_workflows.E050"))
+        if schedule.cron is not None and not cron_library_installed():
+            errors.append(Error(
+                f'Schedule "{schedule.id}" has cron "{schedule.cron}", and cronsim, which reads '
+                "cron expressions, is not installed",
+                hint='pip install "django-durable-workflows[cron]" (or use every=).',
+                id="django_workflows.E053"))
     return errors
 
 
@@ -113,6 +153,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                     f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
+        elif name in NAME_SETTINGS:
+            if not (isinstance(value, str) and value) and not (
+                    value is None and name in OPTIONAL_NAMES):
+                errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a name (a non-empty "
+                                    f"string), not {value!r}", id="django_workflows.E010"))
         elif name in BOOLEAN_SETTINGS:
             if not isinstance(value, bool):
                 errors.append(Error(f"{SETTING_NAME}[{name!r}] must be True or False, "
@@ -121,6 +166,40 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
             errors.append(Error(f"{SETTING_NAME}[{name!r}] must be a positive number, "
                                 f"not {value!r}", id="django_workflows.E010"))
     return errors
+
+
+@register()
+def check_tasks_runner(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The Tasks runner's backend and queues exist, and the backend can defer (its sweep)."""
+    if not runner_is(TASKS_RUNNER):
+        return []
+    from .runners.tasks.checks import check_tasks_settings
+
+    return check_tasks_settings()
+
+
+@register()
+def check_observability(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """``METRICS`` and ``TRACING`` need their extras (docs/observability.md)."""
+    user = getattr(settings, SETTING_NAME, None) or {}
+    if not isinstance(user, dict):
+        return []
+    needs = [("METRICS", "prometheus_client", "prometheus-client", "metrics", "E060"),
+             ("TRACING", "opentelemetry.trace", "the OpenTelemetry API", "otel", "E061")]
+    return [
+        Error(f"{SETTING_NAME}[{name!r}] is on, and {package} is not installed",
+              hint=f'pip install "django-durable-workflows[{extra}]", or turn it off.',
+              id=f"django_workflows.{check_id}")
+        for name, module, package, extra, check_id in needs
+        if user.get(name) is True and not _installed(module)
+    ]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
 
 
 @register()
@@ -211,23 +290,29 @@ def check_app_order(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
 @register(Tags.database)
 def check_task_candidates(app_configs: Any = None, databases: Any = None,
                           **kwargs: Any) -> list[Warning]:
-    """Groups and permissions the tasks name: data, made after the code, so a warning."""
+    """Groups and permissions the tasks and the signals name: data, made after the code, so
+    a warning."""
     if not databases:
         return []
+    # Groups and permissions are rows of django.contrib.auth, asked for only here.
     from django.contrib.auth.models import Group, Permission
-    from django.db import DatabaseError
 
-    named: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    named: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     for definition in registry.all_definitions():
         for step in definition.steps:
+            names: list[tuple[str, str]] = []  # (candidate, what names it)
             task = step.task
-            if task is None:
-                continue
-            static = () if callable(task.candidates) else task.candidates
-            for candidate in (*static, *task.escalate_to):
+            if task is not None:
+                static = () if callable(task.candidates) else task.candidates
+                names += [(c, f'the task of step "{step.id}"')
+                          for c in (*static, *task.escalate_to)]
+            if isinstance(step.wait, Signal):
+                names += [(c, f'the signal "{step.wait.name}" of step "{step.id}"')
+                          for c in step.wait.senders]
+            for candidate, where in names:
                 kind, _, name = candidate.partition(":")
                 if kind in ("group", "perm"):
-                    named.setdefault((kind, name), []).append((definition.id, step.id))
+                    named.setdefault((kind, name), []).append((definition.id, step.id, where))
     try:
         groups = set(Group.objects.filter(
             name__in=[name for kind, name in named if kind == "group"]).values_list(
@@ -241,10 +326,9 @@ def check_task_candidates(app_configs: Any = None, databases: Any = None,
         if (kind == "group" and name in groups) or (kind == "perm" and name in permissions):
             continue
         what = "group" if kind == "group" else "permission"
-        for workflow, step_id in places:
+        for workflow, _step, where in places:
             problems.append(Warning(
-                f'Workflow "{workflow}": the task of step "{step_id}" names {what} "{name}", '
-                "which does not exist",
+                f'Workflow "{workflow}": {where} names {what} "{name}", which does not exist',
                 hint="Make it (a data migration, or the admin), or correct the name; until "
                      "then nobody is that candidate.", id="django_workflows.W020"))
     return problems
@@ -256,10 +340,6 @@ def check_sweep(app_configs: Any = None, databases: Any = None, **kwargs: Any
     """Work waits for a sweep and none ran lately (asked when the database is checked)."""
     if not databases:
         return []
-    from django.db import DatabaseError
-
-    from .services.sweep import sweep_health
-
     try:
         health = sweep_health()
     except DatabaseError:
@@ -270,6 +350,7 @@ def check_sweep(app_configs: Any = None, databases: Any = None, **kwargs: Any
     return [Warning(
         f"No sweep has run {since}, and {health.overdue} deadlines or queued attempts are "
         "overdue: nothing times out, no retry delay ends and no lost work is recovered",
-        hint="Run `manage.py qcluster` (its workers sweep by themselves), or "
-             "`manage.py workflows_sweep --loop` where django-q2 is not used.",
+        hint="Run `manage.py qcluster` (its workers sweep by themselves); with the Tasks "
+             "runner, the backend's worker (`manage.py db_worker`, or `manage.py rqworker "
+             "--with-scheduler`); or else `manage.py workflows_sweep --loop`.",
         id="django_workflows.W030")]

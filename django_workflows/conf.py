@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.utils.module_loading import import_string
@@ -32,10 +33,21 @@ DEFAULTS: dict[str, Any] = {
     # Seconds between two looks for expired heartbeats and lost attempts (deadlines are
     # fired as they fall due).
     "SWEEP_INTERVAL": 5.0,
-    # Every django-q2 worker runs a sweeper thread (one of them sweeps at a time).
+    # Every django-q2 worker, and every Tasks worker that lives on (db_worker), runs a sweeper
+    # thread (one of them sweeps at a time).
     "SWEEP_IN_WORKERS": True,
     # A queued attempt no worker claimed for this long is handed to the runner again.
     "REDISPATCH_AFTER": 120.0,
+    # The Tasks runner (runners/tasks/): the backend (an alias of Django's TASKS setting) and
+    # the queue its attempts go to, and the queue of the sweep's own Tasks (None: the same).
+    "TASKS_BACKEND": "default",
+    "TASKS_QUEUE": "default",
+    "TASKS_SWEEP_QUEUE": None,
+    # A signal no step waited for is kept this long (seconds) for the step that will.
+    "SIGNAL_RETENTION": 7 * 24 * 3600,
+    # PostgreSQL: the hot statements are prepared once per connection (PREPARE, then
+    # EXECUTE). False behind a pooler that shares server connections per transaction.
+    "PREPARED_STATEMENTS": True,
     # Idempotency keys are kept this long (seconds).
     "IDEMPOTENCY_KEY_TTL": 24 * 3600,
     # ``workflows_purge`` deletes completed and cancelled instances finished this
@@ -49,18 +61,36 @@ DEFAULTS: dict[str, Any] = {
     # The API's OpenAPI schema (and a Swagger UI from ``swagger_ui_view``) is served to
     # signed-in users only; True serves it to anyone, as a public API's would be.
     "PUBLIC_SCHEMA": False,
+    # Prometheus metrics (the metrics extra) and OpenTelemetry spans (the otel extra):
+    # docs/observability.md. Off, the services pay one branch for them.
+    "METRICS": False,
+    "TRACING": False,
+    # The bearer token a scraper sends to the /metrics view (None: only signed-in users
+    # with the permission to view workflow instances may read it).
+    "METRICS_TOKEN": None,
+    # Seconds a scrape reuses the gauges read from the tables (instances, tasks, attempts).
+    "METRICS_CACHE": 5.0,
 }
 
 IMPORT_STRINGS = {"RUNNER"}
 
 IMMEDIATE_RUNNER = "django_workflows.runners.immediate.Runner"
 DJANGO_Q_RUNNER = "django_workflows.runners.django_q.Runner"
+TASKS_RUNNER = "django_workflows.runners.tasks.Runner"
 
 
 def default_runner() -> str:
-    from django.apps import apps
-
     return DJANGO_Q_RUNNER if apps.is_installed("django_q") else IMMEDIATE_RUNNER
+
+
+def runner_is(path: str) -> bool:
+    """Whether ``RUNNER`` names the runner at ``path`` (False when it cannot be imported:
+    the settings check says why)."""
+    try:
+        runner = workflow_settings.RUNNER
+    except ImportError:
+        return False
+    return f"{getattr(runner, '__module__', '')}.{getattr(runner, '__qualname__', '')}" == path
 
 
 class WorkflowSettings:

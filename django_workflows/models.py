@@ -22,7 +22,7 @@ def _epoch(value: Any) -> float | None:
     return value.timestamp() if value is not None else None
 
 
-ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back")
+ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back", "paused")
 
 
 class Status(models.TextChoices):
@@ -33,6 +33,7 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled", _("Cancelled")
     COMPLETED = "completed", _("Completed")
     ROLLING_BACK = "rolling-back", _("Rolling back")
+    PAUSED = "paused", _("Paused")
 
 
 class WorkflowInstance(models.Model):
@@ -43,9 +44,9 @@ class WorkflowInstance(models.Model):
     # The caller's own name for the instance (an order number): one per workflow at most.
     # NULL when none: unique constraints let NULLs repeat on every database (Django's advice
     # for a unique CharField that may be blank).
-    # db_index (not Meta.indexes): PostgreSQL then also gets the index a prefix search uses.
+    # Its index (dwf_instance_reference) serves a prefix search too on PostgreSQL.
     reference = models.CharField(_("reference"), max_length=200, null=True,  # noqa: DJ001
-                                 blank=True, default=None, db_index=True)
+                                 blank=True, default=None)
     version = models.PositiveIntegerField(_("version"))
     status = models.CharField(_("status"), max_length=20, choices=Status.choices,
                               default=Status.IDLE)
@@ -54,8 +55,10 @@ class WorkflowInstance(models.Model):
     # The rest of the engine's snapshot: completed/skipped steps, history, errors,
     # operations, parallel branches, the step run, stopping attempts, rollback plan.
     snapshot = models.JSONField(_("snapshot"), default=dict)
+    # Its index (dwf_instance_parent) holds the children only.
     parent = models.ForeignKey("self", verbose_name=_("parent"), null=True, blank=True,
-                               on_delete=models.CASCADE, related_name="children")
+                               on_delete=models.CASCADE, related_name="children",
+                               db_index=False)
     parent_step = models.CharField(_("parent step"), max_length=200, blank=True, default="")
     # No index of its own: dwf_instance_owner_updated starts with it, and every index
     # is written again by every command.
@@ -64,6 +67,12 @@ class WorkflowInstance(models.Model):
                               related_name="workflow_instances", db_index=False)
     revision = models.PositiveIntegerField(_("revision"), default=0)
     last_event = models.PositiveIntegerField(_("last event number"), default=0)
+    # The signal the current step waits for, and the value it correlates on (the snapshot's
+    # ``waiting``, in columns: a signal by correlation finds its instances by index).
+    awaiting = models.CharField(_("awaiting signal"), max_length=200, null=True,  # noqa: DJ001
+                                blank=True, default=None)
+    correlation = models.CharField(_("correlation"), max_length=200, null=True,  # noqa: DJ001
+                                   blank=True, default=None)
     created_at = models.DateTimeField(_("created"), default=timezone.now)
     updated_at = models.DateTimeField(_("updated"), default=timezone.now)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
@@ -78,11 +87,24 @@ class WorkflowInstance(models.Model):
         indexes = [
             models.Index(fields=["workflow", "status"], name="dwf_instance_workflow_status"),
             models.Index(fields=["status", "updated_at"], name="dwf_instance_status_updated"),
-            models.Index(fields=["workflow", "current_step"], name="dwf_instance_workflow_step"),
+            # The status last: the workflow page counts a step's instances by status from
+            # this index alone, and the changelist's step filter uses its start.
+            models.Index(fields=["workflow", "current_step", "status"],
+                         name="dwf_instance_step_status"),
             models.Index(fields=["-updated_at"], name="dwf_instance_updated"),
             models.Index(fields=["owner", "-updated_at"], name="dwf_instance_owner_updated"),
             models.Index(fields=["updated_at"], name="dwf_instance_active",
                          condition=Q(status__in=ACTIVE_STATUSES)),
+            # Partial indexes (PostgreSQL, SQLite; MariaDB and MySQL make them whole): every
+            # command writes the instance's row anew, and with it an entry in each index
+            # that holds the row, so the rows most instances leave empty are left out.
+            models.Index(fields=["workflow", "awaiting", "correlation"],
+                         name="dwf_instance_awaiting", condition=Q(awaiting__isnull=False)),
+            models.Index(fields=["parent"], name="dwf_instance_parent",
+                         condition=Q(parent__isnull=False)),
+            models.Index(fields=["reference"], name="dwf_instance_reference",
+                         opclasses=["varchar_pattern_ops"],
+                         condition=Q(reference__isnull=False)),
         ]
         constraints = [
             models.UniqueConstraint(fields=["workflow", "reference"],
@@ -155,6 +177,12 @@ class WorkflowInstance(models.Model):
         return self.status in (Status.COMPLETED, Status.CANCELLED)
 
 
+# The events that end a stay in a step, and those that record the instance's failure (the
+# workflow page; an operation's failure that fails the instance is its "error" as well).
+STAY_END_EVENTS = ("step-leave", "skip")
+FAILURE_EVENTS = ("error",)
+
+
 class WorkflowEvent(models.Model):
     """The append-only event log of an instance, numbered from 1."""
 
@@ -166,8 +194,10 @@ class WorkflowEvent(models.Model):
     sequence = models.PositiveIntegerField(_("number"))
     type = models.CharField(_("type"), max_length=40)
     step = models.CharField(_("step"), max_length=200, blank=True, default="")
+    # Its index (dwf_event_actor) holds the events a person caused, not the workers' ones.
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("actor"), null=True,
-                              blank=True, on_delete=models.SET_NULL, related_name="+")
+                              blank=True, on_delete=models.SET_NULL, related_name="+",
+                              db_index=False)
     revision = models.PositiveIntegerField(_("revision"))
     error = models.JSONField(_("error"), null=True, blank=True)
     data = models.JSONField(_("data"), default=dict, blank=True)
@@ -181,6 +211,14 @@ class WorkflowEvent(models.Model):
             models.UniqueConstraint(fields=["instance", "sequence"],
                                     name="dwf_event_instance_sequence"),
         ]
+        indexes = [models.Index(fields=["actor"], name="dwf_event_actor",
+                                condition=Q(actor__isnull=False)),
+                   # The workflow page's newest stays and failures of a step over a period:
+                   # partial, so the other events (most of them) write no entry.
+                   models.Index(fields=["step", "created_at"], name="dwf_event_stay_end",
+                                condition=Q(type__in=STAY_END_EVENTS)),
+                   models.Index(fields=["step", "created_at"], name="dwf_event_failure",
+                                condition=Q(type__in=FAILURE_EVENTS))]
 
     def __str__(self) -> str:
         return f"#{self.sequence} {self.type}"
@@ -248,12 +286,20 @@ class Attempt(models.Model):
     # A running attempt's own timeout: set by its claim, which writes only this row
     # (the instance records the claim with its next change); the sweep fires it.
     timeout_at = models.DateTimeField(null=True, blank=True)
+    # The trace context of the command that handed it out (TRACING on: a propagator's
+    # carrier), so that the worker's span joins that trace across the broker and a restart.
+    trace_context = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["status", "heartbeat_at"], name="dwf_attempt_heartbeat"),
-            models.Index(fields=["status", "enqueued_at"], name="dwf_attempt_enqueued"),
-            models.Index(fields=["status", "timeout_at"], name="dwf_attempt_timeout"),
+            # Partial: an attempt's row is in each only while the sweep may look for it
+            # there (a finished attempt's writes no entry in any of them).
+            models.Index(fields=["status", "heartbeat_at"], name="dwf_attempt_running",
+                         condition=Q(status="running")),
+            models.Index(fields=["status", "enqueued_at"], name="dwf_attempt_queued",
+                         condition=Q(status="queued")),
+            models.Index(fields=["status", "timeout_at"], name="dwf_attempt_timing",
+                         condition=Q(status="running", timeout_at__isnull=False)),
         ]
 
     def __str__(self) -> str:
@@ -268,6 +314,8 @@ class Deadline(models.Model):
     kind = models.CharField(max_length=20)
     token = models.CharField(max_length=64)
     due_at = models.DateTimeField(db_index=True)
+    # The trace context of the command that set it (TRACING on), for what fires it.
+    trace_context = models.JSONField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -378,3 +426,86 @@ class TaskCandidate(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class SignalStatus(models.TextChoices):
+    KEPT = "kept", _("Kept")  # no step waited for it yet
+    TAKEN = "taken", _("Taken")  # a waiting step took it
+    EXPIRED = "expired", _("Expired")  # kept longer than SIGNAL_RETENTION
+    REFUSED = "refused", _("Refused")  # the step that would take it found its payload wrong
+
+
+class WorkflowSignal(models.Model):
+    """A signal sent to a workflow: the record of its delivery, and a kept signal that
+    arrived before its step waited (``status="kept"``).
+
+    One row per ``(workflow, name, message_id)``: a provider that sends an event again
+    finds the row, and nothing happens twice.
+    """
+
+    workflow = models.CharField(_("workflow"), max_length=200)
+    name = models.CharField(_("signal"), max_length=200)
+    message_id = models.CharField(_("message id"), max_length=200, null=True,  # noqa: DJ001
+                                  blank=True, default=None)
+    # How it was addressed: one of the three. No constraint in the database: checking it
+    # would wait for the instance's row lock (a signal is recorded before it is handed over).
+    instance = models.ForeignKey(WorkflowInstance, verbose_name=_("instance"), null=True,
+                                 blank=True, on_delete=models.CASCADE,
+                                 related_name="signals_sent", db_index=False,
+                                 db_constraint=False)
+    reference = models.CharField(_("reference"), max_length=200, null=True,  # noqa: DJ001
+                                 blank=True, default=None)
+    correlation = models.CharField(_("correlation"), max_length=200, null=True,  # noqa: DJ001
+                                   blank=True, default=None)
+    payload = models.JSONField(_("payload"), null=True, blank=True)
+    sender = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("sender"), null=True,
+                               blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(_("status"), max_length=20, choices=SignalStatus.choices,
+                              default=SignalStatus.KEPT)
+    # The instances that took it (one, or every one waiting for its correlation).
+    taken_by = models.JSONField(_("taken by"), default=list, blank=True)
+    received_at = models.DateTimeField(_("received"), default=timezone.now)
+    taken_at = models.DateTimeField(_("taken"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("signal")
+        verbose_name_plural = _("signals")
+        constraints = [
+            # NULL message ids do not meet: a signal without one is never a repeat.
+            models.UniqueConstraint(fields=["workflow", "name", "message_id"],
+                                    name="dwf_signal_message"),
+        ]
+        indexes = [
+            models.Index(fields=["instance", "status"], name="dwf_signal_instance"),
+            models.Index(fields=["workflow", "name", "status", "reference"],
+                         name="dwf_signal_reference"),
+            models.Index(fields=["workflow", "name", "status", "correlation"],
+                         name="dwf_signal_correlation"),
+            models.Index(fields=["status", "received_at"], name="dwf_signal_kept"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} to {self.workflow} ({self.get_status_display().lower()})"
+
+
+class WorkflowSchedule(models.Model):
+    """A schedule's row: whether it is paused, and where it stands. Its definition is in
+    code (``Schedule`` in ``workflows.py``); the sweep makes the row on first sight."""
+
+    id = models.CharField(_("schedule"), max_length=200, primary_key=True)
+    paused = models.BooleanField(_("paused"), default=False)
+    # The due time the sweep looks at next (None: not reckoned yet, or no more due times).
+    next_due_at = models.DateTimeField(_("next due"), null=True, blank=True, db_index=True)
+    last_due_at = models.DateTimeField(_("last due"), null=True, blank=True)
+    last_run = models.ForeignKey(WorkflowInstance, verbose_name=_("last run"), null=True,
+                                 blank=True, on_delete=models.SET_NULL, related_name="+")
+    skipped = models.PositiveIntegerField(_("due times skipped"), default=0)
+    last_skipped_at = models.DateTimeField(_("last skipped"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now)
+
+    class Meta:
+        verbose_name = _("schedule")
+        verbose_name_plural = _("schedules")
+
+    def __str__(self) -> str:
+        return self.id

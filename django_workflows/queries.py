@@ -79,10 +79,20 @@ def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = 
 
 
 def marks_of(instance: WorkflowInstance) -> dict[str, str]:
-    """Where the instance stands, as its diagram marks the steps."""
+    """Where the instance stands, as its diagram marks the steps.
+
+    A step left behind by ``back`` or ``rewind`` (a completed instance reopened) is no longer
+    reached: it keeps no mark, though the rules keep it among the completed steps.
+    """
     snap = instance.snap
-    return marks_for(status=snap.status, current_step=snap.current_step or "",
-                     completed_steps=snap.completed_steps, skipped_steps=snap.skipped_steps)
+    history = set(snap.history)
+    marks = marks_for(status=snap.status, current_step=snap.current_step or "",
+                      completed_steps=[s for s in snap.completed_steps if s in history],
+                      skipped_steps=snap.skipped_steps)
+    waiting = snap.waiting
+    if waiting is not None and waiting.arrived is None and marks.get(waiting.step) == "current":
+        marks[waiting.step] = "waiting"  # a signal or a timer: the outside moves it on
+    return marks
 
 
 def form_of(task: WorkflowTask) -> dict[str, Any] | None:

@@ -1,19 +1,27 @@
-"""Workflow definitions by id: registered by hand or found in apps' ``workflows.py``."""
+"""Workflow definitions and schedules by id: registered by hand or found in apps'
+``workflows.py``."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator
 
+from django.apps import apps
+from django.utils.module_loading import module_has_submodule
+
 from .engine import DefinitionError, Workflow
+from .engine.schedules import Schedule
 
 _definitions: dict[str, Workflow] = {}
 _origins: dict[str, str] = {}  # workflow id -> module that registered it
+_schedules: dict[str, Schedule] = {}
+_schedule_origins: dict[str, str] = {}  # schedule id -> module that registered it
 # Problems met while discovering definitions, reported by the system checks.
 discovery_errors: list[tuple[str, DefinitionError]] = []
 
 
-def _origin(workflow: Workflow) -> str:
+def _origin(workflow: Workflow | Schedule) -> str:
     for name, module in list(sys.modules.items()):
         if module is not None and any(v is workflow for v in vars(module).values()):
             return name
@@ -71,17 +79,54 @@ def origin_of(workflow_id: str) -> str | None:
     return _origins.get(workflow_id)
 
 
+def register_schedule(schedule: Schedule, *, origin: str | None = None) -> Schedule:
+    """Register a schedule (docs/schedules.md); two different schedules with one id is an
+    error."""
+    if not isinstance(schedule, Schedule):
+        raise DefinitionError(f"register_schedule() takes a Schedule, not {schedule!r}")
+    existing = _schedules.get(schedule.id)
+    if existing is schedule:
+        return schedule
+    where = origin or _origin(schedule)
+    if existing is not None:
+        raise DefinitionError(
+            f'Schedule id "{schedule.id}" is defined twice: in '
+            f"{_schedule_origins[schedule.id]} and in {where}", "duplicate_id")
+    _schedules[schedule.id] = schedule
+    _schedule_origins[schedule.id] = where
+    return schedule
+
+
+def unregister_schedule(schedule_id: str) -> None:
+    _schedules.pop(schedule_id, None)
+    _schedule_origins.pop(schedule_id, None)
+
+
+def find_schedule(schedule_id: str) -> Schedule | None:
+    return _schedules.get(schedule_id)
+
+
+def all_schedules() -> list[Schedule]:
+    return list(_schedules.values())
+
+
+def _schedules_of(module: object, name: str) -> list[Schedule]:
+    """A module's schedules: its ``Schedule`` objects and its ``SCHEDULES`` list."""
+    found = [value for value in vars(module).values() if isinstance(value, Schedule)]
+    listed = getattr(module, "SCHEDULES", ())
+    if not isinstance(listed, list | tuple) or not all(isinstance(s, Schedule)
+                                                       for s in listed):
+        raise DefinitionError(f"{name}.SCHEDULES must be a list of Schedule objects")
+    return [*found, *(s for s in listed if not any(s is f for f in found))]
+
+
 def autodiscover(module_name: str = "workflows") -> None:
-    """Import ``<app>.workflows`` of every installed app and register its definitions.
+    """Import ``<app>.workflows`` of every installed app and register its definitions and
+    schedules (module-level ``Schedule`` objects and a ``SCHEDULES`` list).
 
     A broken module or a duplicate id does not crash start-up here: it is
     recorded and reported by the system checks, which name the problem.
     """
-    import importlib
-
-    from django.apps import apps
-    from django.utils.module_loading import module_has_submodule
-
     for app_config in apps.get_app_configs():
         if not module_has_submodule(app_config.module, module_name):
             continue
@@ -91,6 +136,8 @@ def autodiscover(module_name: str = "workflows") -> None:
             for value in list(vars(module).values()):
                 if isinstance(value, Workflow):
                     register(value, origin=name)
+            for schedule in _schedules_of(module, name):
+                register_schedule(schedule, origin=name)
         except DefinitionError as error:
             if not any(m == name and str(e) == str(error) for m, e in discovery_errors):
                 discovery_errors.append((name, error))

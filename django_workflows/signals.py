@@ -9,22 +9,32 @@ the definition's ``on_observer_error``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import partial
 from typing import Any
 
 from django.dispatch import Signal
 
-from . import engine
+from . import engine, registry
 
 logger = logging.getLogger("django_workflows")
 
 workflow_event = Signal()
 
 
+def listened_to(rows: Collection[Any]) -> bool:
+    """Whether anyone hears the events of these instance rows: a receiver of
+    ``workflow_event`` (its sender is the rows' class), or a definition's ``analytics``."""
+    if rows and workflow_event.has_listeners(type(next(iter(rows)))):
+        return True
+    return any(getattr(registry.find(row.workflow), "analytics", None) for row in rows)
+
+
 def announce(definitions: dict[str, engine.Workflow], rows: Iterable[Any]) -> None:
-    """Give each event to ``analytics`` and then to the signal's receivers."""
-    for row in rows:
+    """Give each event to ``analytics`` and then to the signal's receivers (each gets the
+    ``WorkflowEvent`` row; the hot path saved it as an ``EventRow``)."""
+    for saved in rows:
+        row = saved.as_model() if hasattr(saved, "as_model") else saved
         event = engine.Event(type=row.type, instance_id=str(row.instance_id),
                              step=row.step or None, error=row.error, data=row.data,
                              at=row.created_at.timestamp())

@@ -1,4 +1,4 @@
-"""Who sees and acts on which instance (DESIGN.md §4, Access), judged under the row lock.
+"""Who sees and acts on which instance, judged under the row lock (``docs/rules.md``, Access).
 
 A user sees and acts on the instances they own; the model's view permission
 lets a user see every instance, its change permission lets a user act on
@@ -7,23 +7,22 @@ see its instance and act on the task (``claim``, ``release``, ``complete``),
 not on the instance's other commands. On top of that a definition may add
 its own rule, ``Workflow(permission=lambda user, instance, action: ...)``,
 asked about ``"list"`` and ``"create"`` (``instance`` is None), ``"view"``,
-``"update_state"`` and each command's name. Code that calls the services
-without a ``user`` is trusted: nothing is judged.
+``"update_state"`` and each command's name. A command declared ``for_operators``
+(``pause``, ``resume``) needs the change permission: owning the instance is not
+enough. Code that calls the services without a ``user`` is trusted: nothing is judged.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import Q, QuerySet
 
 from .. import registry
-from ..engine import TASK_COMMANDS
+from ..engine import COMMANDS, TASK_COMMANDS, Signal
 from ..exceptions import InstanceNotFound, NotAllowed
-
-if TYPE_CHECKING:
-    from ..models import WorkflowInstance
+from ..models import TaskCandidate, TaskStatus, WorkflowInstance, WorkflowTask
 
 logger = logging.getLogger("django_workflows")
 
@@ -70,8 +69,6 @@ def is_candidate(user: Any, task: Any, owner_id: Any) -> bool:
 def acting_on_tasks(user: Any) -> QuerySet[Any]:
     """The open tasks ``user`` may act on, in the inbox's order: overdue first, then the
     soonest due, then the oldest."""
-    from ..models import TaskCandidate, TaskStatus, WorkflowTask
-
     tasks = WorkflowTask.objects.filter(status=TaskStatus.OPEN)
     if not user.is_superuser:
         tasks = tasks.filter(pk__in=TaskCandidate.objects.filter(
@@ -82,8 +79,6 @@ def acting_on_tasks(user: Any) -> QuerySet[Any]:
 def visible_tasks(user: Any) -> QuerySet[Any]:
     """The tasks ``user`` may see: those they may act on, took or decided, and every task
     of an instance they see (their own, or all with a permission)."""
-    from ..models import WorkflowTask
-
     tasks = WorkflowTask.objects.all()
     if sees_all(user):
         return tasks
@@ -94,8 +89,6 @@ def visible_tasks(user: Any) -> QuerySet[Any]:
 def visible_instances(user: Any) -> QuerySet[WorkflowInstance]:
     """The instances ``user`` may see: their own, those whose open task they may act on,
     or all with a permission."""
-    from ..models import WorkflowInstance
-
     instances = WorkflowInstance.objects.all()
     if sees_all(user):
         return instances
@@ -137,11 +130,17 @@ def refusal(user: Any, instance: WorkflowInstance, action: str) -> NotAllowed | 
     if action == VIEW:
         return None if definition_allows(user, instance.workflow, instance, VIEW) \
             else NotAllowed("The workflow does not let you see this instance.")
+    declared = COMMANDS.get(action)
     if action == "delete":
         allowed = user.is_superuser or user.has_perm(DELETE_PERMISSION)
+    elif declared is not None and declared.for_operators:  # not the owner alone (pause)
+        allowed = acts_on_all(user)
     else:
         allowed = owns(user, instance) or acts_on_all(user)
     what = action.replace("_", " ")
+    if not allowed and declared is not None and declared.for_operators:
+        return NotAllowed(f"You do not have permission to {what} this workflow instance: "
+                          "it needs the permission to change every workflow instance.")
     if not allowed:
         return NotAllowed(f"You do not have permission to {what} this workflow instance.")
     if not definition_allows(user, instance.workflow, instance, action):
@@ -182,3 +181,36 @@ def judge_create(user: Any, workflow_id: str) -> None:
     if user is not None and not definition_allows(user, workflow_id, None, "create"):
         raise NotAllowed(f'The workflow "{workflow_id}" does not allow you to create '
                          "instances.")
+
+
+def may_send(user: Any, workflow_id: str, name: str,
+             instance: WorkflowInstance | None = None) -> bool:
+    """Whether ``user`` may send the signal ``name`` to the workflow (to ``instance``):
+    a user who acts on every instance, or one its ``Signal(senders=[...])`` names (the
+    senders of the step ``instance`` waits in, else of every such signal of the workflow),
+    and whom the definition's ``permission`` rule allows ``"signal"``."""
+    if user is None:
+        return True
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if not acts_on_all(user) and not candidate_keys(user) & senders_of(workflow_id, name,
+                                                                       instance):
+        return False
+    return definition_allows(user, workflow_id, instance, "signal")
+
+
+def senders_of(workflow_id: str, name: str, instance: WorkflowInstance | None) -> set[str]:
+    definition = registry.find(workflow_id)
+    if definition is None:
+        return set()
+    waiting = instance.snap.waiting if instance is not None else None
+    steps = [definition.step(waiting.step)] if waiting is not None \
+        and waiting.kind == "signal" and waiting.name == name else definition.steps
+    return {sender for step in steps if isinstance(step.wait, Signal)
+            and step.wait.name == name for sender in step.wait.senders}
+
+
+def judge_sender(user: Any, instance: WorkflowInstance, name: str) -> None:
+    """Raise unless ``user`` may send ``name`` to the instance (its row under the lock)."""
+    if not may_send(user, instance.workflow, name, instance):
+        raise NotAllowed(f'You may not send the signal "{name}" to this workflow instance.')

@@ -15,27 +15,13 @@ from typing import Any
 from django.utils import timezone
 
 from .. import clock, engine
-from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
-from .attempt_statements import attempt_statements
+from ..observability import observers
 from .persistence import definition_of
-from .unit import Applied, Writes, unit_of_work
+from .sql import Statement, statements
+from .unit import Applied, Options, fire, report, report_if_unchanged
 
 logger = logging.getLogger("django_workflows")
-
-
-def _report(token: str, instance_id: Any, command: engine.Command, *,
-            skip_locked: bool = False, then: Any = None, writes: Writes | None = None,
-            known_claims: dict[str, float] | None = None,
-            read: WorkflowInstance | None = None) -> Applied | None:
-    if instance_id is None:
-        instance_id = Attempt.objects.filter(token=token).values_list(
-            "instance_id", flat=True).first()
-        if instance_id is None:
-            return None
-    return unit_of_work(str(instance_id), command, lock_timeout=workflow_settings.LOCK_TIMEOUT,
-                        missing_ok=True, skip_locked=skip_locked, then=then,
-                        writes=writes, known_claims=known_claims, read=read)
 
 
 @dataclass(frozen=True)
@@ -45,6 +31,9 @@ class Claimed:
     work: engine.Work
     at: float
     row: WorkflowInstance  # its instance as the claim read it
+    snapshot: engine.WorkflowSnapshot  # that row, loaded (its result is applied to it)
+    # The attempt's enqueued_at and trace_context, when the claim read them (observers).
+    stored: tuple[Any, Any] | None = None
 
 
 def claim_attempt(token: str, worker: str = "") -> Claimed | None:
@@ -52,41 +41,58 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
 
     One fenced ``UPDATE`` of the attempt's row (queued -> running, with its
     heartbeat and its own timeout), committed at once, and a read of its
-    instance for the work to run (``services/attempt_statements.py``).
+    instance for the work to run (``services/sql/attempts.py``).
     """
     at = clock.now()
-    claimed, row = attempt_statements().claim(token, at, timezone.now(), worker)
+    claimed, row, stored = statements().attempts.claim(token, at, timezone.now(), worker)
     if not claimed:
         logger.info("Attempt %s was stopped or taken by another worker, or its instance "
                     "was deleted; not running it", token)
         return None
-    work = None if row is None else _work_of(token, row)
-    if row is None or work is None:  # the instance moved on before the claim
+    work = snapshot = None
+    if row is not None:
+        definition = definition_of(row.workflow)
+        snapshot = engine.load(definition, row.engine_data(), nested=row.parent_id is not None)
+        work = engine.find_work({snapshot.id: definition}, snapshot, token)
+    if row is None or snapshot is None or work is None:  # it moved on before the claim
         logger.info("Attempt %s is stale; not running it", token)
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
         return None
-    return Claimed(work, at, row)
-
-
-def _work_of(token: str, row: WorkflowInstance) -> engine.Work | None:
-    """The work ``token`` names in its instance as saved."""
-    definition = definition_of(row.workflow)
-    snapshot = engine.load(definition, row.engine_data(), nested=row.parent_id is not None)
-    return engine.find_work({snapshot.id: definition}, snapshot, token)
+    return Claimed(work, at, row, snapshot, stored)
 
 
 def finish_attempt(token: str, result: engine.AttemptOutcome, *,
-                   instance_id: Any = None, claimed_at: float | None = None,
-                   read: WorkflowInstance | None = None) -> bool:
-    """Record how an attempt ended; False when its token was stale (result dropped).
+                   instance_id: Any = None, claimed_at: float | None = None) -> bool:
+    """Record how an attempt ended, under the instance's lock; False when its token was
+    stale (the result is dropped) or its instance is gone.
 
-    The attempt's row gets the last progress and log lines. ``claimed_at``, from
-    its worker, records the claim with it without asking the attempt's row;
-    ``read``, the instance as the claim read it, may spare the lock
-    (:func:`~.unit.apply_if_unchanged`).
+    The attempt's row gets the last progress and log lines, in the same round trip
+    as the instance where the database allows. ``claimed_at``, from its worker,
+    records the claim with it without asking the attempt's row.
     """
-    def record(outcome: engine.Outcome) -> list[tuple[str, list[Any]]]:
+    instance_id = instance_id or _instance_of(token)
+    if instance_id is None:
+        return False
+    return _finished(token, report(str(instance_id), engine.AttemptFinished(token, result),
+                                   _finish_options(token, result, claimed_at)))
+
+
+def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
+    """:func:`finish_attempt` for the worker that claimed it: written in one statement on
+    the instance as its claim read it if no one changed it since
+    (:func:`~.unit.report_if_unchanged`), else under the lock."""
+    token = claimed.work.token
+    options = _finish_options(token, result, claimed.at)
+    command = engine.AttemptFinished(token, result)
+    applied = report_if_unchanged(claimed.row, command, options, loaded=claimed.snapshot) \
+        or report(claimed.work.snapshot.id, command, options)
+    return _finished(token, applied)
+
+
+def _finish_options(token: str, result: engine.AttemptOutcome, claimed_at: float | None
+                    ) -> Options:
+    def record(outcome: engine.Outcome) -> list[Statement]:
         values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
         if result.progress is not None:
             values["progress"] = asdict(result.progress)
@@ -95,13 +101,18 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
         if not outcome.moved:
             values["status"] = AttemptStatus.DROPPED
         # Told to stop (cancel, timeout): whatever it returned was discarded.
-        return [attempt_statements().update_of(token, values,
-                                               finished_unless_stopped=outcome.moved)]
+        return [statements().attempts.update_of(token, values,
+                                                finished_unless_stopped=outcome.moved)]
 
-    # The attempt's row is written with the instance's (one round trip on PostgreSQL).
-    applied = _report(token, instance_id, engine.AttemptFinished(token, result), writes=record,
-                      known_claims=None if claimed_at is None else {token: claimed_at},
-                      read=read)
+    return Options(writes=record,
+                   known_claims=None if claimed_at is None else {token: claimed_at})
+
+
+def _instance_of(token: str) -> Any:
+    return Attempt.objects.filter(token=token).values_list("instance_id", flat=True).first()
+
+
+def _finished(token: str, applied: Applied | None) -> bool:
     if applied is None:
         return False
     if not applied.outcome.moved:
@@ -116,13 +127,16 @@ def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
     False when the instance is busy (the next sweep looks again) or the attempt
     was no longer the current one.
     """
+    instance_id = instance_id or _instance_of(token)
+    if instance_id is None:
+        return False
+
     def record(applied: Applied) -> None:
         # Only if still running: its result may have come in since the sweep looked.
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")
 
-    applied = _report(token, instance_id, engine.AttemptInterrupted(token), skip_locked=True,
-                      then=record)
+    applied = fire(str(instance_id), engine.AttemptInterrupted(token), then=record)
     return applied is not None and applied.outcome.moved
 
 
@@ -134,6 +148,8 @@ def fire_deadline(deadline: Deadline | int) -> bool:
             return False
         deadline = found
     pk = deadline.pk
+    if observers.active:
+        observers.deadline_due(deadline)
 
     def still_due() -> bool:
         # Deadline rows are locked after the instance, as commands do: never a deadlock.
@@ -142,10 +158,9 @@ def fire_deadline(deadline: Deadline | int) -> bool:
     def record(applied: Applied) -> None:
         Deadline.objects.filter(pk=pk).delete()
 
-    applied = unit_of_work(str(deadline.instance_id),
-                           engine.DeadlineDue(deadline.kind, deadline.token),  # type: ignore[arg-type]
-                           lock_timeout=workflow_settings.LOCK_TIMEOUT, missing_ok=True,
-                           skip_locked=True, still_due=still_due, then=record)
+    applied = fire(str(deadline.instance_id),
+                   engine.DeadlineDue(deadline.kind, deadline.token),  # type: ignore[arg-type]
+                   still_due=still_due, then=record)
     return applied is not None and applied.outcome.moved
 
 
@@ -158,9 +173,8 @@ def fire_attempt_timeout(token: str, instance_id: Any) -> bool:
     def record(applied: Applied) -> None:
         Attempt.objects.filter(token=token).update(timeout_at=None)  # fired: not again
 
-    applied = unit_of_work(str(instance_id), engine.DeadlineDue("attempt-timeout", token),
-                           lock_timeout=workflow_settings.LOCK_TIMEOUT, missing_ok=True,
-                           skip_locked=True, still_due=still_due, then=record)
+    applied = fire(str(instance_id), engine.DeadlineDue("attempt-timeout", token),
+                   still_due=still_due, then=record)
     return applied is not None and applied.outcome.moved
 
 

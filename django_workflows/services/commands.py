@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any
 from uuid import UUID
@@ -21,11 +21,12 @@ from ..exceptions import (
     WorkflowNotMoved,
 )
 from ..models import WorkflowInstance
+from ..observability.observers import observed
 from . import access, idempotency
 from .claims import claims_of
-from .locking import busy_as_error, lock_tree
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
-from .unit import actor, after_commit, env_for, unit_of_work
+from .sql import statements
+from .unit import actor, after_commit, busy_as_error, env_for, give
 
 InstanceRef = WorkflowInstance | UUID | str
 
@@ -38,21 +39,26 @@ def execute(instance: InstanceRef, command: engine.Command, *, user: Any = None,
 
     Access is judged under the row lock (``user=None``: trusted code, not judged).
     With an ``idempotency_key``, the same key and ``fingerprint`` (by default, a
-    hash of the command) answers the first result, marked ``replayed``.
+    hash of the command) answers the first result, marked ``replayed``. The lock is
+    waited for as long as the command's ``lock_timeout`` setting says, unless
+    ``lock_timeout`` gives the seconds.
     """
     instance_id = id_of(instance)
-    if isinstance(command, engine.UpdateState) and isinstance(command.value, Mapping):
-        check_state_size(command.value)  # before taking any lock
+    if isinstance(command, engine.PersonCommand):
+        for name in command.sized:  # before taking any lock
+            value = getattr(command, name)
+            if isinstance(value, Mapping):
+                check_state_size(value)
+        if lock_timeout is None:
+            lock_timeout = getattr(workflow_settings, command.lock_timeout)
     if lock_timeout is None:
-        lock_timeout = (workflow_settings.CANCEL_LOCK_TIMEOUT
-                        if isinstance(command, engine.Cancel) else workflow_settings.LOCK_TIMEOUT)
+        lock_timeout = workflow_settings.LOCK_TIMEOUT
     key = None
     if idempotency_key:
         key = idempotency.Key(idempotency_key, fingerprint or idempotency.fingerprint_of(
             command.name, instance_id, *(getattr(command, name) for name in _takes(command))))
-    applied = unit_of_work(instance_id, command, lock_timeout=lock_timeout, user=user,
-                           action=command.name, expected_revision=expected_revision, key=key)
-    assert applied is not None
+    applied = give(instance_id, command, user=user, expected_revision=expected_revision,
+                   key=key, lock_timeout=lock_timeout)
     if isinstance(instance, WorkflowInstance) and instance is not applied.instance:
         _copy_row(applied.instance, instance)  # the caller's object shows the new state too
     refusal = applied.refusal
@@ -81,6 +87,14 @@ def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:
     destination.replayed = getattr(source, "replayed", False)
 
 
+def _described_create(workflow: str | engine.Workflow, *args: Any, start: bool = False,
+                      **kwargs: Any) -> tuple[str, str | None, str | None, Any]:
+    """A create as observers name it (``observability/observers.py``)."""
+    return ("start" if start else "create", None,
+            workflow.id if isinstance(workflow, engine.Workflow) else workflow, None)
+
+
+@observed("create", _described_create)
 def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None = None,
            owner: Any = None, user: Any = None, start: bool = False,
            reference: str | None = None, idempotency_key: str | None = None,
@@ -142,7 +156,7 @@ def delete(instance: InstanceRef, *, user: Any = None) -> None:
     """
     instance_id = id_of(instance)
     with busy_as_error(workflow_settings.LOCK_TIMEOUT), transaction.atomic():
-        chain = lock_tree(instance_id, timeout=workflow_settings.LOCK_TIMEOUT)
+        chain = statements().lock_tree(instance_id, workflow_settings.LOCK_TIMEOUT)
         target = next(row for row in chain if str(row.pk) == instance_id)
         if target.parent_id is not None:
             raise WorkflowNotMoved(f"Instance {instance_id} is nested in instance "
@@ -156,7 +170,8 @@ def applies(instance: WorkflowInstance, *, user: Any = None,
             commands: Iterable[type[engine.PersonCommand]] | None = None,
             running: Mapping[str, Mapping[str, Any]] | None = None
             ) -> dict[str, engine.Verdict]:
-    """What each command would answer now for ``user``, changing nothing.
+    """What each command, given with its defaults, would answer now for ``user``,
+    changing nothing.
 
     Access first, as the command would judge it, then the engine's own rules
     (a dry run of each rule), on the rows as read here: a command that
@@ -164,30 +179,58 @@ def applies(instance: WorkflowInstance, *, user: Any = None,
     attempts, as a page of instances read them at once (``queries.live_attempts``).
     """
     declared = list(commands if commands is not None else engine.COMMANDS.values())
-    verdicts: dict[str, engine.Verdict] = {}
+    found = _dry_runs(instance, user, [(c.name, c.asked()) for c in declared], running)
+    return {command.name: found[command.name] for command in declared}
+
+
+def applies_to_operations(instance: WorkflowInstance, *, user: Any = None
+                          ) -> dict[str, dict[str, engine.Verdict]]:
+    """For each command that acts on an operation, what it would answer now for each
+    operation of the current step, by the operation's id; changing nothing."""
+    operations = [op.id for op in instance.snap.operations
+                  if op.step == instance.current_step]
+    asked = [((declared.name, op), declared(**{"operation": op}))
+             for declared in engine.COMMANDS.values() if declared.acts_on == "operation"
+             for op in operations]
+    found = _dry_runs(instance, user, asked, None)
+    by_command: dict[str, dict[str, engine.Verdict]] = {}
+    for (name, op), _ in asked:
+        by_command.setdefault(name, {})[op] = found[(name, op)]
+    return by_command
+
+
+def _dry_runs(instance: WorkflowInstance, user: Any, asked: Sequence[tuple[Any, engine.Command]],
+              running: Mapping[str, Mapping[str, Any]] | None) -> dict[Any, engine.Verdict]:
+    """The verdict on each command asked (by its key): access, then the rule's dry run."""
+    verdicts: dict[Any, engine.Verdict] = {}
+    refusals: dict[str, NotAllowed | None] = {}
     allowed = []
-    for command in declared:
-        try:
-            refused = access.refusal(user, instance, command.name) if user is not None \
-                else None
-        except InstanceNotFound as error:
-            refused = NotAllowed(str(error))
+    for key, command in asked:
+        if command.name not in refusals:
+            try:
+                refusals[command.name] = access.refusal(user, instance, command.name) \
+                    if user is not None else None
+            except InstanceNotFound as error:
+                refusals[command.name] = NotAllowed(str(error))
+        refused = refusals[command.name]
         if refused is None:
-            allowed.append(command)
+            allowed.append((key, command))
         else:
-            verdicts[command.name] = engine.Verdict(False, refused.code, str(refused))
+            verdicts[key] = engine.Verdict(False, refused.code, str(refused))
+    if not allowed:
+        return verdicts
     try:
         definition, tree = load_chain(_chain_from(instance))
     except (MigrationRequired, UnknownWorkflow) as error:
         code = "migration_required" if isinstance(error, MigrationRequired) \
             else "unknown_workflow"
-        verdicts.update({c.name: engine.Verdict(False, code, str(error)) for c in allowed})
-    else:
-        env = env_for(user)
-        tree = engine.with_claims(definition, tree, env,
-                                  claims_of(tree, lock=False, running=running))
-        verdicts.update(engine.applies(definition, tree, env, commands=allowed))
-    return {command.name: verdicts[command.name] for command in declared}
+        verdicts.update({key: engine.Verdict(False, code, str(error)) for key, _ in allowed})
+        return verdicts
+    env = env_for(user)
+    tree = engine.with_claims(definition, tree, env, claims_of(tree, lock=False, running=running))
+    verdicts.update({key: engine.verdict(definition, tree, env, command)
+                     for key, command in allowed})
+    return verdicts
 
 
 def _chain_from(instance: WorkflowInstance) -> list[WorkflowInstance]:

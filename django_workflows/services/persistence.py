@@ -6,8 +6,8 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
-from typing import Any, overload
+from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
@@ -15,6 +15,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from .. import engine, registry
+from ..clock import to_datetime
 from ..conf import workflow_settings
 from ..exceptions import StateTooLarge, UnknownWorkflow
 from ..models import (
@@ -22,28 +23,18 @@ from ..models import (
     Attempt,
     AttemptStatus,
     Deadline,
+    SignalStatus,
     TaskCandidate,
-    WorkflowEvent,
     WorkflowInstance,
+    WorkflowSignal,
     WorkflowTask,
 )
-from .statements import statements
+from ..observability import observers
+from .sql import EventRow, Statement, statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
 COLUMNS = ("id", "workflow", "version", "status", "state", "current_step", "parent_id",
            "parent_step", "started_at", "completed_at", "nested")
-
-
-@overload
-def to_datetime(value: float) -> datetime: ...
-
-
-@overload
-def to_datetime(value: float | None) -> datetime | None: ...
-
-
-def to_datetime(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, tz=UTC) if value is not None else None
 
 
 def definition_of(workflow_id: str) -> engine.Workflow:
@@ -70,11 +61,16 @@ def _apply_to_row(row: WorkflowInstance, node: engine.WorkflowSnapshot) -> list[
     rest = {key: value for key, value in data.items() if key not in COLUMNS}
     if node.nested is not None:
         rest["nested_id"] = node.nested.id
+    waiting = node.waiting
+    awaits = waiting is not None and waiting.kind == "signal" and waiting.arrived is None
     values = {
         "version": node.version, "status": node.status, "state": data["state"],
         "current_step": node.current_step or "", "snapshot": rest,
         "started_at": to_datetime(node.started_at),
         "completed_at": to_datetime(node.completed_at),
+        # A signal by correlation finds the instances waiting for it by these columns.
+        "awaiting": waiting.name if awaits and waiting is not None else None,
+        "correlation": waiting.correlation if awaits and waiting is not None else None,
     }
     changed = []
     for name, value in values.items():
@@ -98,28 +94,29 @@ def check_state_size(state: Any) -> None:
 @dataclass
 class Saved:
     rows: dict[str, WorkflowInstance]
-    events: list[WorkflowEvent] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
     dispatch: list[str] = field(default_factory=list)  # attempt tokens to hand to the runner
 
 
 def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
                  outcome: engine.Outcome, *, actor: Any = None,
-                 also: Sequence[tuple[str, list[Any]]] = ()) -> Saved:
+                 also: Sequence[Statement] = ()) -> Saved:
     """Write the changed instances (revision + 1), their events, and the effects' rows;
     ``also``: other rows' statements, sent with the instances' own."""
     saved, changed = _saved_rows(chain, before, outcome, actor)
     statements().write(changed, saved.events, also)
     saved.dispatch = _store_effects(outcome.effects)
     _store_tasks(saved.rows, outcome.effects)
+    _store_signals_taken(saved.rows, outcome.effects)
     return saved
 
 
 def save_if_unchanged(row: WorkflowInstance, before: engine.WorkflowSnapshot,
                       outcome: engine.Outcome, *,
-                      also: Sequence[tuple[str, list[Any]]] = ()) -> Saved | None:
+                      also: Sequence[Statement] = ()) -> Saved | None:
     """:func:`save_outcome` of an instance read at ``row.revision`` without its lock:
     written only if it is still there and no one holds its lock
-    (:meth:`~.statements.Statements.write_if_unchanged`); None when nothing was.
+    (:meth:`~.sql.postgresql.PostgreSQL.write_if_unchanged`); None when nothing was.
 
     Only for an outcome that writes nothing but the instance, its events and ``also``
     (:func:`writes_only_the_instance`). ``row`` takes the new values whether or not they
@@ -149,7 +146,7 @@ def _saved_rows(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     latest = max((event.at for event in outcome.events), default=0.0)
     changed_ids = {n.id for n in engine.changed_nodes(before, outcome.snapshot,
                                                       outcome.detached)}
-    event_rows: dict[int, WorkflowEvent] = {}
+    event_rows: dict[int, EventRow] = {}
     changed: list[tuple[WorkflowInstance, list[str]]] = []
     nodes = [*outcome.snapshot.tree(),
              *(node for child in outcome.detached for node in child.tree())]
@@ -177,7 +174,7 @@ def writes_only_the_instance(outcome: engine.Outcome) -> bool:
 
 def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
                events: list[engine.Event], now: datetime, latest: float, actor: Any,
-               changed: list[tuple[WorkflowInstance, list[str]]]) -> list[WorkflowEvent]:
+               changed: list[tuple[WorkflowInstance, list[str]]]) -> list[EventRow]:
     """The node's row, inserted (a new child) or added to ``changed`` with the names of its
     changed columns; its events."""
     row = rows.get(node.id)
@@ -201,12 +198,13 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
         row.last_event += len(events)
         row.updated_at = now
         changed.append((row, [*names, "revision", "last_event", "updated_at"]))
+    actor_id = getattr(actor, "pk", None)
     return [
-        WorkflowEvent(instance=row, sequence=first + index, type=event.type,
-                      step=event.step or "", actor=actor, revision=row.revision,
-                      error=event.error, data=dict(event.data),
-                      created_at=now - timedelta(seconds=latest - event.at)
-                      if event.at < latest else now)
+        EventRow(row, sequence=first + index, type=event.type, step=event.step or "",
+                 actor_id=actor_id, revision=row.revision, error=event.error,
+                 data=dict(event.data),
+                 created_at=now - timedelta(seconds=latest - event.at)
+                 if event.at < latest else now)
         for index, event in enumerate(events)
     ]
 
@@ -241,6 +239,8 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
         Deadline.objects.filter(token__in=cleared).delete()
         Attempt.objects.filter(token__in=cleared, timeout_at__isnull=False).update(
             timeout_at=None)
+    if observers.active and (attempts or deadlines):
+        observers.handing_out(list(attempts.values()), list(deadlines.values()))
     if deadlines:
         Deadline.objects.bulk_create(deadlines.values())
     if attempts:
@@ -255,6 +255,20 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
             When(status=AttemptStatus.QUEUED, then=Value(AttemptStatus.DROPPED.value)),
             default=F("status")))
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
+
+
+def _store_signals_taken(rows: dict[str, WorkflowInstance],
+                         effects: tuple[engine.Effect, ...]) -> None:
+    """Kept signals taken (or refused) by a step that waited for them: kept no longer,
+    taken when the instance that took them was written (so a sender knows the row as it
+    is without reading it again)."""
+    for effect in effects:
+        if isinstance(effect, engine.TakeSignal):
+            taker = rows.get(effect.instance_id)
+            WorkflowSignal.objects.filter(pk=effect.signal_id, status=SignalStatus.KEPT).update(
+                status=SignalStatus.REFUSED if effect.refused else SignalStatus.TAKEN,
+                taken_by=[effect.instance_id],
+                taken_at=taker.updated_at if taker is not None else timezone.now())
 
 
 def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]) -> None:

@@ -18,7 +18,10 @@ from django.db.models import Q
 from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline, SweepLease
+from ..observability.observers import observed_sweep
 from .attempts import fire_attempt_timeout, fire_deadline, interrupt_attempt
+from .schedules import fire_due_schedules, next_schedule_due_at
+from .signals import deliver_kept_signals, expire_kept_signals
 
 LEASE = "sweep"
 
@@ -28,23 +31,38 @@ class SweepReport:
     fired: int = 0
     interrupted: int = 0
     redispatched: int = 0
+    signals: int = 0  # kept signals handed to instances that wait for them now
+    scheduled: int = 0  # instances the schedules made
 
     def __bool__(self) -> bool:
-        return bool(self.fired or self.interrupted or self.redispatched)
+        return bool(self.fired or self.interrupted or self.redispatched or self.signals
+                    or self.scheduled)
 
     def __str__(self) -> str:
         return (f"{self.fired} deadlines fired, {self.interrupted} attempts interrupted, "
-                f"{self.redispatched} attempts handed out again")
+                f"{self.redispatched} attempts handed out again"
+                + (f", {self.signals} kept signals delivered" if self.signals else "")
+                + (f", {self.scheduled} scheduled runs made" if self.scheduled else ""))
 
 
+@observed_sweep
 def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
-    """One whole sweep: deadlines, silent workers, lost attempts; recorded as run."""
+    """One whole sweep: deadlines, silent workers, lost attempts, kept signals; recorded
+    as run."""
     now = now or clock.now_datetime()
     report = SweepReport(fired=fire_due_deadlines(now, limit))
     report.interrupted = interrupt_silent_attempts(now, limit)
     report.redispatched = redispatch_lost_attempts(now, limit)
+    report.signals = look_after_kept_signals(now)
+    report.scheduled = fire_due_schedules(now)
     SweepLease.objects.filter(name=LEASE).update(swept_at=now)
     return report
+
+
+def look_after_kept_signals(now: datetime) -> int:
+    """Kept signals: handed to instances that wait for them now; expired when too old."""
+    expire_kept_signals(now)
+    return deliver_kept_signals()
 
 
 def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
@@ -58,10 +76,12 @@ def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
 
 
 def next_deadline_at() -> datetime | None:
-    """When the next deadline or attempt timeout falls due (a read of each one's index)."""
+    """When the next deadline, attempt timeout or schedule falls due (a read of each one's
+    index)."""
     times = [Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first(),
              Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__isnull=False)
-             .order_by("timeout_at").values_list("timeout_at", flat=True).first()]
+             .order_by("timeout_at").values_list("timeout_at", flat=True).first(),
+             next_schedule_due_at()]
     return min((t for t in times if t is not None), default=None)
 
 
@@ -77,11 +97,9 @@ def redispatch_lost_attempts(now: datetime, limit: int = 500) -> int:
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)
     tokens = list(lost.values_list("token", flat=True)[:limit])
     if tokens:
-        from ..runners import get_runner
-
         Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
             enqueued_at=now)
-        get_runner().enqueue(tokens)
+        workflow_settings.RUNNER().enqueue(tokens)
     return len(tokens)
 
 

@@ -1,42 +1,45 @@
 """The unit of work: one command applied to one instance tree in one transaction.
 
-Every write of an instance goes through :func:`unit_of_work`, for the
-commands people give and for what workers and the sweep report alike:
+Every write of an instance goes through :func:`apply_locked`, the core: on the
+tree locked root first, it loads the rows (migrating what was saved under an
+older version), records the attempts workers claimed meanwhile, applies the
+engine, saves what changed with ``revision + 1`` and the events, and after
+commit announces the events and hands new work to the runner. Each caller has
+its own entry point around it:
 
-1. claim the idempotency key (a replay answers the first result);
-2. lock the tree, root first (or skip it when busy, for the sweep);
-3. check the expected revision and judge access on the rows as they are now;
-4. load (migrating what was saved under an older version) and apply the engine;
-5. save what changed with ``revision + 1`` and the events, remember the key;
-6. after commit, announce the events and hand new work to the runner.
+- :func:`give`: a command given by a person or by code (its idempotency key, the
+  revision the caller expects, access judged on the locked row);
+- :func:`deliver`: a signal delivered to an instance (its sender judged on the row);
+- :func:`report`: a worker reports on its attempt, waiting for the lock;
+  :func:`report_if_unchanged`: the same report written in one statement on the
+  row its claim read, without the lock, when nothing changed it since;
+- :func:`fire`: the sweep fires something due (a deadline, an attempt's timeout, a
+  silent worker): a busy tree is left for its next turn.
 
 Nothing else runs under the lock: the caller shows the result after commit.
-
-A worker reporting its attempt has read the instance already, when it claimed it
-(``read=``). If no one changed the instance since and the report runs no user code
-and writes nothing but the instance, its events and the attempt's row, the unit
-applies the report to that row and writes it in one statement that first checks
-the row is as read (:func:`apply_if_unchanged`): no ``BEGIN``, no lock to wait
-for, no second read. Otherwise, or if the row moved on, it runs as above.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from .. import clock, engine
-from ..exceptions import InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
+from ..conf import workflow_settings
+from ..exceptions import Busy, InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
 from ..models import WorkflowInstance
-from ..signals import announce
+from ..observability import observers
+from ..observability.observers import observed
+from ..signals import announce, listened_to
 from . import access, idempotency
 from .claims import claims_of
-from .locking import busy_as_error, lock_tree, root_id
+from .kept_signals import kept_signal_finder
 from .persistence import (
     Saved,
     definition_of,
@@ -45,13 +48,24 @@ from .persistence import (
     save_outcome,
     writes_only_the_instance,
 )
-from .statements import statements
+from .sql import Statement, statements
 
 logger = logging.getLogger("django_workflows")
 
 
 # Statements for other rows a unit writes with the instance's, given the engine's outcome.
-Writes = Callable[[engine.Outcome], Sequence[tuple[str, list[Any]]]]
+Writes = Callable[[engine.Outcome], Sequence[Statement]]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a caller adds to the core: who acts (access is judged by the caller; hooks get
+    them, events record them), its own rows' statements sent with the instance's
+    (``writes``), and the claims it knows of (token: when), which need no query."""
+
+    user: Any = None
+    writes: Writes | None = None
+    known_claims: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,120 @@ class Applied:
                                 instance=self.instance, field_errors=outcome.field_errors)
 
 
+# -- the entry points -------------------------------------------------------------------
+
+
+def _described(instance_id: str, command: engine.Command, *args: Any, **kwargs: Any
+               ) -> tuple[str, str | None, str | None, Any]:
+    """A unit of work as observers name it (``observability/observers.py``)."""
+    return command.name, instance_id, None, command
+
+
+def _described_read(read: WorkflowInstance, command: engine.Command, *args: Any,
+                    **kwargs: Any) -> tuple[str, str | None, str | None, Any]:
+    return command.name, str(read.pk), read.workflow, command
+
+
+@observed("command", _described)
+def give(instance_id: str, command: engine.Command, *, user: Any = None,
+         expected_revision: int | None = None, key: idempotency.Key | None = None,
+         lock_timeout: float) -> Applied:
+    """A command given as ``user`` (None: trusted code, not judged).
+
+    A replayed idempotency ``key`` returns the first result (or its refusal);
+    a row no longer at ``expected_revision`` raises :class:`StaleRevision`.
+    """
+    with busy_as_error(lock_timeout), transaction.atomic():
+        key_row = None
+        if key is not None:
+            key_row, first = idempotency.claim(user, key)
+            if not first:
+                replayed = idempotency.replay(key_row)
+                return Applied(engine.Outcome(snapshot=replayed.snap), replayed,
+                               definition_of(replayed.workflow))
+        chain = statements().lock_tree(instance_id, lock_timeout)
+        target = row_of(chain, instance_id)
+        if expected_revision is not None and target.revision != expected_revision:
+            raise StaleRevision(expected_revision, target.revision)
+        access.judge(user, target, command.name)
+        applied = apply_locked(chain, instance_id, command, Options(user=user))
+        if key_row is not None:
+            idempotency.remember(key_row, applied.instance, applied.refusal)
+    return applied
+
+
+@observed("signal", _described)
+def deliver(instance_id: str, command: engine.ReceiveSignal, *, user: Any = None,
+            lock_timeout: float) -> Applied | None:
+    """A signal delivered to an instance by ``user``, judged as its sender on the row under
+    the lock (None: trusted code); None when the instance is gone."""
+    with busy_as_error(lock_timeout), transaction.atomic():
+        try:
+            chain = statements().lock_tree(instance_id, lock_timeout)
+        except InstanceNotFound:
+            return None
+        access.judge_sender(user, row_of(chain, instance_id), command.signal)
+        return apply_locked(chain, instance_id, command, Options(user=user))
+
+
+@observed("report", _described)
+def report(instance_id: str, command: engine.Command, options: Options = Options()
+           ) -> Applied | None:
+    """A worker's report on its attempt, under the lock; None when the instance is gone."""
+    timeout = workflow_settings.LOCK_TIMEOUT
+    with busy_as_error(timeout), transaction.atomic():
+        try:
+            chain = statements().lock_tree(instance_id, timeout)
+        except InstanceNotFound:
+            return None
+        return apply_locked(chain, instance_id, command, options)
+
+
+@observed("fire", _described)
+def fire(instance_id: str, command: engine.Command, *,
+         still_due: Callable[[], bool] | None = None,
+         then: Callable[[Applied], None] | None = None) -> Applied | None:
+    """Something due fired by the sweep; None when the tree is busy (the next sweep looks
+    again), the instance is gone, or ``still_due()``, asked under the lock, says it no
+    longer is. ``then(applied)`` writes the caller's own rows in the same transaction."""
+    timeout = workflow_settings.LOCK_TIMEOUT
+    with busy_as_error(timeout), transaction.atomic():
+        try:
+            chain = statements().lock_tree_unless_busy(instance_id, timeout)
+        except InstanceNotFound:
+            return None
+        if chain is None or (still_due is not None and not still_due()):
+            return None
+        applied = apply_locked(chain, instance_id, command, Options())
+        if then is not None:
+            then(applied)
+    return applied
+
+
+# -- the core ---------------------------------------------------------------------------
+
+
+def apply_locked(chain: list[WorkflowInstance], instance_id: str, command: engine.Command,
+                 options: Options) -> Applied:
+    """Apply ``command`` to ``instance_id`` of the locked ``chain`` (root first) and save
+    it; call it inside the transaction that holds the locks."""
+    user = options.user
+    if observers.active:
+        observers.locked(row_of(chain, instance_id))
+    definition, tree = load_chain(chain)
+    env = replace(env_for(user), kept_signal=kept_signal_finder(chain))
+    outcome = engine.apply(definition, tree, command, env, target=instance_id,
+                           claimed=claims_of(tree, known=options.known_claims))
+    saved = save_outcome(chain, tree, outcome, actor=actor(user),
+                         also=options.writes(outcome) if options.writes is not None else ())
+    after_commit(saved)
+    return Applied(outcome, saved.rows[instance_id], definition)
+
+
+def row_of(chain: list[WorkflowInstance], instance_id: str) -> WorkflowInstance:
+    return next(row for row in chain if str(row.pk) == instance_id)
+
+
 def call_in_savepoint(hook: Callable[..., Any], *args: Any) -> Any:
     """Run a user hook so that, if it raises, its own writes are rolled back."""
     with transaction.atomic():
@@ -93,69 +221,19 @@ def actor(user: Any) -> Any:
     return user if getattr(user, "pk", None) is not None else None
 
 
-def unit_of_work(instance_id: str, command: engine.Command, *, lock_timeout: float,
-                 user: Any = None, action: str | None = None,
-                 expected_revision: int | None = None, key: idempotency.Key | None = None,
-                 skip_locked: bool = False, missing_ok: bool = False,
-                 still_due: Callable[[], bool] | None = None,
-                 then: Callable[[Applied], None] | None = None,
-                 writes: Writes | None = None,
-                 known_claims: Mapping[str, float] | None = None,
-                 read: WorkflowInstance | None = None) -> Applied | None:
-    """Apply ``command`` to the instance ``instance_id`` (see the module's docstring).
+@contextmanager
+def busy_as_error(seconds: float) -> Iterator[None]:
+    """Turn a lock wait that timed out into :class:`Busy` (wrap the transaction in it)."""
+    try:
+        yield
+    except OperationalError as error:
+        if statements().is_lock_timeout(error):
+            raise Busy(f"The instance stayed locked for more than {seconds:g}s; "
+                       "try again") from error
+        raise
 
-    ``action`` is what access is judged for (None: not judged, for the worker's
-    reports). None is returned when ``skip_locked`` found the tree busy,
-    ``missing_ok`` found it deleted, or ``still_due()`` (asked under the lock)
-    says the command is no longer due. ``then(applied)`` runs in the same
-    transaction, for the caller's own rows (an attempt's, a deadline's); ``writes(outcome)``
-    gives statements of such rows to send with the instance's own.
-    A replayed idempotency key returns the first result (or raises its refusal).
-    Attempts workers claimed since the snapshot was saved (``services/claims.py``)
-    are recorded first; ``known_claims`` names those the caller knows (token: when).
-    ``read``: the instance as the caller read it without its lock, for
-    :func:`apply_if_unchanged` (only with none of the options that need the lock).
-    """
-    if read is not None:
-        assert action is None and key is None and expected_revision is None
-        assert still_due is None and then is None
-        applied = apply_if_unchanged(read, command, writes=writes, known_claims=known_claims)
-        if applied is not None:
-            return applied
-    with busy_as_error(lock_timeout), transaction.atomic():
-        key_row = None
-        if key is not None:
-            key_row, first = idempotency.claim(user, key)
-            if not first:
-                replayed = idempotency.replay(key_row)
-                return Applied(engine.Outcome(snapshot=replayed.snap), replayed,
-                               definition_of(replayed.workflow))
-        try:
-            chain = None if skip_locked and _root_is_busy(instance_id) \
-                else lock_tree(instance_id, timeout=lock_timeout)
-        except InstanceNotFound:
-            if missing_ok:
-                return None
-            raise
-        if chain is None or (still_due is not None and not still_due()):
-            return None
-        target = next(row for row in chain if str(row.pk) == instance_id)
-        if expected_revision is not None and target.revision != expected_revision:
-            raise StaleRevision(expected_revision, target.revision)
-        if action is not None:
-            access.judge(user, target, action)
-        definition, tree = load_chain(chain)
-        outcome = engine.apply(definition, tree, command, env_for(user), target=instance_id,
-                               claimed=claims_of(tree, known=known_claims))
-        saved = save_outcome(chain, tree, outcome, actor=actor(user),
-                             also=writes(outcome) if writes is not None else ())
-        applied = Applied(outcome, saved.rows[instance_id], definition)
-        if key_row is not None:
-            idempotency.remember(key_row, applied.instance, applied.refusal)
-        if then is not None:
-            then(applied)
-        after_commit(saved)
-    return applied
+
+# -- a worker's report without the lock -------------------------------------------------
 
 
 class NeedsLock(BaseException):
@@ -165,15 +243,19 @@ class NeedsLock(BaseException):
     """
 
 
-def _under_the_lock_only(hook: Callable[..., Any], *args: Any) -> Any:
+def _under_the_lock_only(*args: Any) -> Any:
+    """A hook, or the look for a kept signal: neither runs without the lock."""
     raise NeedsLock()
 
 
-def apply_if_unchanged(read: WorkflowInstance, command: engine.Command, *,
-                       writes: Writes | None = None,
-                       known_claims: Mapping[str, float] | None = None) -> Applied | None:
-    """Apply ``command`` to the row ``read`` without its lock, written only if it is
-    unchanged; None when the unit must run under the lock (nothing was written).
+@observed("report", _described_read)
+def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
+                        options: Options = Options(), *,
+                        loaded: engine.WorkflowSnapshot | None = None) -> Applied | None:
+    """A worker's report applied to the row its claim read (``read``; ``loaded``: that row
+    as the claim loaded it, so it is not read from JSON twice), without the lock, and
+    written in one statement only if that row is unchanged; None when it must run under
+    the lock (:func:`report`), having written nothing.
 
     It must: on a database without the one-statement write, for a tree of more
     than one instance, for a row saved under another version, when the tree holds
@@ -183,37 +265,34 @@ def apply_if_unchanged(read: WorkflowInstance, command: engine.Command, *,
     deadlines, tasks), and when the row moved on or another transaction holds its
     lock.
     """
-    if not statements().writes_if_unchanged or read.parent_id is not None or read.nested_id:
+    sql = statements()
+    if not sql.writes_if_unchanged or read.parent_id is not None or read.nested_id:
         return None
-    known = known_claims or {}
+    known = options.known_claims or {}
     definition = definition_of(read.workflow)
     if read.version != definition.version:
         return None
-    tree = engine.load(definition, read.engine_data())
+    tree = loaded if loaded is not None else engine.load(definition, read.engine_data())
     if any(token not in known for _, token in engine.unclaimed_tokens(tree)):
         return None  # a claim the caller does not know of may be on its attempt's row
-    claimed = claims_of(tree, known=known)
     try:
         outcome = engine.apply(definition, tree, command,
-                               replace(env_for(None), call=_under_the_lock_only),
-                               claimed=claimed)
+                               replace(env_for(None), call=_under_the_lock_only,
+                                       kept_signal=_under_the_lock_only),
+                               claimed=claims_of(tree, known=known))
     except NeedsLock:
         return None
     if not outcome.moved or not writes_only_the_instance(outcome):
         return None
-    saved = save_if_unchanged(read, tree, outcome,
-                              also=writes(outcome) if writes is not None else ())
+    saved = save_if_unchanged(read, tree, outcome, also=options.writes(outcome)
+                              if options.writes is not None else ())
     if saved is None:
         return None
     after_commit(saved)
     return Applied(outcome, saved.rows[str(read.pk)], definition)
 
 
-def _root_is_busy(instance_id: str) -> bool:
-    """Lock the tree's root unless another transaction holds it (then True: busy)."""
-    root = WorkflowInstance.objects.select_for_update(skip_locked=True).filter(
-        pk=root_id(instance_id)).values_list("pk", flat=True)
-    return not list(root)
+# -- after commit -----------------------------------------------------------------------
 
 
 def _hand_out(runner: Any, tokens: list[str]) -> None:
@@ -230,12 +309,13 @@ def _hand_out(runner: Any, tokens: list[str]) -> None:
 
 def after_commit(saved: Saved) -> None:
     """Announce the saved events, then hand out the new work, once the transaction commits."""
-    definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
     # Announced before the work is handed out: a runner that runs it at once
-    # announces that work's events, which must come after these.
-    if saved.events:
+    # announces that work's events, which must come after these. Nobody listening (no
+    # receiver of the signal, no analytics): nothing to announce.
+    if saved.events and listened_to(saved.rows.values()):
+        definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
         transaction.on_commit(partial(announce, definitions, list(saved.events)))
     if saved.dispatch:
-        from ..runners import get_runner
-
-        transaction.on_commit(partial(_hand_out, get_runner(), list(saved.dispatch)))
+        # The runner the settings name now, when the work was made (RUNNER, a dotted path).
+        transaction.on_commit(partial(_hand_out, workflow_settings.RUNNER(),
+                                      list(saved.dispatch)))

@@ -11,25 +11,42 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec
 
 from ..engine import (
-    COMMANDS,
     AttemptFinished,
     AttemptInterrupted,
     AttemptOutcome,
     AttemptStarted,
+    Back,
+    Cancel,
     ClearDeadline,
     Command,
+    Complete,
     DeadlineDue,
     Effect,
     Env,
     Event,
+    KeptSignal,
+    Next,
     Outcome,
+    Pause,
     Progress,
+    ReceiveSignal,
+    Release,
+    Resume,
+    Retry,
+    Rewind,
+    Rollback,
     RunAttempt,
     SetDeadline,
+    Skip,
+    SkipOperation,
+    Start,
     StopAttempt,
+    TakeSignal,
+    UpdateState,
+    Validate,
     Work,
     Workflow,
     WorkflowSnapshot,
@@ -41,6 +58,24 @@ from ..engine import (
     new_instance,
 )
 from .clock import FakeClock
+
+P = ParamSpec("P")
+
+
+class _Applied(Generic[P]):
+    """A declared command as the executor applies it: ``executor.cancel(id, reason=...)``,
+    typed as the command's own fields are."""
+
+    def __init__(self, declared: Callable[P, Command]) -> None:
+        self.declared = declared
+
+    def __get__(self, executor: LocalExecutor | None, owner: type | None = None
+                ) -> Callable[Concatenate[str, P], Outcome]:
+        def apply_it(instance_id: str, /, *args: P.args, **values: P.kwargs) -> Outcome:
+            assert executor is not None
+            return executor.command(instance_id, self.declared(*args, **values))
+
+        return apply_it
 
 
 @dataclass
@@ -100,6 +135,8 @@ class LocalExecutor:
         self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
         self.deadlines: dict[tuple[str, str], SetDeadline] = {}  # by (token, kind)
         self.observer_errors: list[BaseException] = []
+        # Signals kept for a step that does not wait yet: (signal, name, instance, correlation).
+        self.kept: list[tuple[KeptSignal, str, str | None, str | None]] = []
         self._busy = False  # work runs only from the outermost command
 
     # -- instances ----------------------------------------------------------
@@ -107,7 +144,20 @@ class LocalExecutor:
     def env(self) -> Env:
         extra = {"call": self.call} if self.call else {}
         return Env(now=self.clock.now(), user=self.user, actor=self.actor,
-                   resolve=self.definitions.__getitem__, **extra)
+                   resolve=self.definitions.__getitem__, kept_signal=self._kept_signal,
+                   **extra)
+
+    def keep_signal(self, name: str, payload: Any = None, *, instance_id: str | None = None,
+                    correlation: str | None = None, message_id: str | None = None) -> None:
+        """A signal that came before its step waited: the step takes it when it waits."""
+        signal = KeptSignal(len(self.kept), payload, message_id)
+        self.kept.append((signal, name, instance_id, correlation))
+
+    def _kept_signal(self, instance_id: str, name: str, correlation: str | None
+                     ) -> KeptSignal | None:
+        return next((signal for signal, kept_name, kept_instance, kept_correlation in self.kept
+                     if kept_name == name and (kept_instance == instance_id or (
+                         correlation is not None and kept_correlation == correlation))), None)
 
     def create(self, workflow: str | Workflow, state: Mapping[str, Any] | None = None) -> str:
         definition = workflow if isinstance(workflow, Workflow) else self.definitions[workflow]
@@ -150,18 +200,24 @@ class LocalExecutor:
             self.run_pending()
         return outcome
 
-    def __getattr__(self, name: str) -> Callable[..., Outcome]:
-        """``executor.next(id)``, ``executor.cancel(id, reason=...)``: one per declared command."""
-        declared = COMMANDS.get(name)
-        if declared is None:
-            raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
-
-        def give(instance_id: str, *args: Any, **values: Any) -> Outcome:
-            return self.command(instance_id, declared(*args, **values))
-
-        give.__name__ = name
-        give.__doc__ = declared.summary
-        return give
+    # One per declared command; ``claim`` is an attempt's (below): a task's claim is
+    # ``command(id, Claim())``.
+    start = _Applied(Start)
+    next = _Applied(Next)
+    back = _Applied(Back)
+    rewind = _Applied(Rewind)
+    skip = _Applied(Skip)
+    skip_operation = _Applied(SkipOperation)
+    validate = _Applied(Validate)
+    retry = _Applied(Retry)
+    pause = _Applied(Pause)
+    resume = _Applied(Resume)
+    cancel = _Applied(Cancel)
+    rollback = _Applied(Rollback)
+    update_state = _Applied(UpdateState)
+    release = _Applied(Release)
+    complete = _Applied(Complete)
+    signal = _Applied(ReceiveSignal)  # a signal delivered: executor.signal(id, "paid", {...})
 
     # -- effects ------------------------------------------------------------
 
@@ -176,6 +232,8 @@ class LocalExecutor:
             self.deadlines[effect.token, effect.kind] = effect
         elif isinstance(effect, ClearDeadline):
             self.deadlines = {k: d for k, d in self.deadlines.items() if d.token != effect.token}
+        elif isinstance(effect, TakeSignal):
+            self.kept = [kept for kept in self.kept if kept[0].id != effect.signal_id]
 
     def claim(self, token: str | None = None) -> str | None:
         """Claim a pending attempt (the oldest, or ``token``); None if it was refused."""

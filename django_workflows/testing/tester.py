@@ -21,15 +21,32 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from functools import partial
+from typing import Any, Generic, ParamSpec, cast
 
 from django.test import TestCase, override_settings
 
 from .. import clock, services
 from ..conf import IMMEDIATE_RUNNER, workflow_settings
-from ..engine import COMMANDS
 from ..models import Deadline, WorkflowEvent, WorkflowInstance
 from .clock import FakeClock
+
+P = ParamSpec("P")
+
+
+class _Given(Generic[P]):
+    """A service function as the tester gives it: as its user by default, the work it
+    hands out run at once. Typed as the service function is."""
+
+    def __init__(self, function: Callable[P, WorkflowInstance]) -> None:
+        self.function = function
+        self.__doc__ = function.__doc__
+
+    def __get__(self, tester: WorkflowTester | None, owner: type | None = None
+                ) -> Callable[P, WorkflowInstance]:
+        if tester is None:
+            return self.function
+        return cast("Callable[P, WorkflowInstance]", partial(tester._call, self.function))
 
 
 class WorkflowTester:
@@ -75,17 +92,23 @@ class WorkflowTester:
         """Give a command by name; a refusal raises ``WorkflowNotMoved`` as usual."""
         return self._call(services.command, instance, name, *args, **options)
 
-    def __getattr__(self, name: str) -> Callable[..., WorkflowInstance]:
-        """``wf.next(order)``, ``wf.cancel(order, reason=...)``: one per declared command."""
-        if name not in COMMANDS:
-            raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r}")
-
-        def give(instance: Any, *args: Any, **options: Any) -> WorkflowInstance:
-            return self.command(instance, name, *args, **options)
-
-        give.__name__ = name
-        give.__doc__ = COMMANDS[name].summary
-        return give
+    # One per declared command (``services/functions.py``): ``wf.cancel(order, reason=...)``.
+    start = _Given(services.start)
+    next = _Given(services.next)
+    back = _Given(services.back)
+    rewind = _Given(services.rewind)
+    skip = _Given(services.skip)
+    skip_operation = _Given(services.skip_operation)
+    validate = _Given(services.validate)
+    retry = _Given(services.retry)
+    pause = _Given(services.pause)
+    resume = _Given(services.resume)
+    cancel = _Given(services.cancel)
+    rollback = _Given(services.rollback)
+    update_state = _Given(services.update_state)
+    claim = _Given(services.claim)
+    release = _Given(services.release)
+    complete = _Given(services.complete)
 
     # -- time ---------------------------------------------------------------
 
