@@ -9,7 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
-from ..worker import run_attempt
+from .worker import run_attempt
 
 _local = threading.local()
 

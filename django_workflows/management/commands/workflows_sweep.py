@@ -4,8 +4,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from ...runners.sweeper import Sweeper
 from ...services import sweep
-from ...sweeper import Sweeper
 
 
 class Command(BaseCommand):

@@ -1,9 +1,9 @@
-"""The sweeper: a thread in every django-q2 worker process, one of them sweeping at a time.
+"""The sweeper: a thread in every worker process, one of them sweeping at a time.
 
-Each worker starts one when it spawns (django-q2's ``post_spawn`` signal), so a
-site that runs ``qcluster`` gets its deadlines fired with no step to forget.
-The threads take turns through the sweep's lease: the holder fires deadlines
-as they fall due, sleeping until the next one (at most ``POLL`` seconds, so
+A runner's workers start one each (django-q2's, when a worker spawns:
+``runners/django_q``), so a site that runs its workers gets its deadlines fired
+with no step to forget. The threads take turns through the sweep's lease: the holder fires deadlines
+and schedules as they fall due, sleeping until the next one (at most ``POLL`` seconds, so
 that a deadline made meanwhile is not missed) and does the rest of the sweep
 (silent workers, lost attempts) every ``SWEEP_INTERVAL``; the others try to
 take over every ``STANDBY`` seconds. A sleeping thread holds no worker: the
@@ -16,23 +16,24 @@ for a site without django-q2.
 from __future__ import annotations
 
 import logging
-import multiprocessing.util
 import os
 import socket
 import threading
 import time
 import uuid
-from typing import Any
 
 from django.db import close_old_connections, connection
 
-from . import clock
-from .conf import workflow_settings
-from .services.sweep import (
+from .. import clock
+from ..conf import workflow_settings
+from ..observability.observers import observed_sweep
+from ..services.schedules import fire_due_schedules
+from ..services.sweep import (
     SweepReport,
     fire_due_deadlines,
     hold_lease,
     interrupt_silent_attempts,
+    look_after_kept_signals,
     next_deadline_at,
     redispatch_lost_attempts,
     release_lease,
@@ -80,6 +81,7 @@ class Sweeper:
             self.release()
             connection.close()
 
+    @observed_sweep
     def turn(self) -> float:
         """Hold the lease and sweep what is due; the seconds until the next turn."""
         close_old_connections()
@@ -89,10 +91,11 @@ class Sweeper:
             if not self.leading:
                 return STANDBY
             self._renew_at = mono + RENEW_EVERY
-        report = SweepReport(fired=fire_due_deadlines(now))
+        report = SweepReport(fired=fire_due_deadlines(now), scheduled=fire_due_schedules(now))
         if mono >= self._whole_at:
             report.interrupted = interrupt_silent_attempts(now)
             report.redispatched = redispatch_lost_attempts(now)
+            report.signals = look_after_kept_signals(now)
             self._whole_at = mono + self.interval
         if report:
             logger.info("Sweep: %s", report)
@@ -121,15 +124,3 @@ class Sweeper:
                 release_lease(self.holder)
             except Exception:  # the lease then runs out by itself
                 logger.exception("Could not release the sweep's lease")
-
-
-def start_in_worker(sender: Any = None, **kwargs: Any) -> Sweeper | None:
-    """``post_spawn`` receiver: a sweeper thread in this new worker process."""
-    if not workflow_settings.SWEEP_IN_WORKERS:
-        return None
-    sweeper = Sweeper()
-    sweeper.start()
-    # A worker that exits cleanly (recycled, or the cluster stopping) hands the lease on
-    # at once; multiprocessing runs these finalizers in its children, atexit does not.
-    multiprocessing.util.Finalize(None, sweeper.stop, exitpriority=10)
-    return sweeper

@@ -1,4 +1,6 @@
-"""Runs background work on django-q2 workers (``manage.py qcluster``).
+"""Runs background work on django-q2 workers (``manage.py qcluster``): the runner that
+enqueues, the functions the workers run (``tasks.py``), a sweeper thread in each
+worker, and a broker woken by PostgreSQL's ``NOTIFY`` (``listen_broker.py``).
 
 Only attempt tokens go to the broker. django-q2 is a dumb executor: our own
 tables say what runs and what happened, so a lost, repeated or late task
@@ -12,14 +14,17 @@ saves every failure.
 
 from __future__ import annotations
 
+import multiprocessing.util
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 
-from ..conf import workflow_settings
-from ..models import Attempt
+from ...conf import workflow_settings
+from ...models import Attempt
+from ..sweeper import Sweeper
 
-TASK = "django_workflows.tasks.run_attempt"
+TASK = "django_workflows.runners.django_q.tasks.run_attempt"
 
 
 def task_timeout(attempt_timeout: float | None) -> int | None:
@@ -35,14 +40,23 @@ class Runner:
         from django_q.brokers import get_broker
         from django_q.tasks import async_task
 
-        rows = {token: (instance_id, timeout) for token, instance_id, timeout in
-                Attempt.objects.filter(token__in=tokens).values_list(
-                    "token", "instance_id", "timeout")}
+        timeouts = dict(Attempt.objects.filter(token__in=tokens).values_list(
+            "token", "timeout"))
         broker = get_broker()  # one connection for them all
         for token in tokens:
-            if token not in rows:
+            if token not in timeouts:
                 continue  # its instance was deleted meanwhile
-            instance_id, timeout = rows[token]
-            # The instance's id saves the worker looking it up before it claims.
-            async_task(TASK, token, str(instance_id), task_name=f"workflow attempt {token}",
-                       timeout=task_timeout(timeout), save=False, broker=broker)
+            async_task(TASK, token, task_name=f"workflow attempt {token}",
+                       timeout=task_timeout(timeouts[token]), save=False, broker=broker)
+
+
+def start_sweeper(sender: Any = None, **kwargs: Any) -> Sweeper | None:
+    """django-q2's ``post_spawn`` receiver: a sweeper thread in this new worker process."""
+    if not workflow_settings.SWEEP_IN_WORKERS:
+        return None
+    sweeper = Sweeper()
+    sweeper.start()
+    # A worker that exits cleanly (recycled, or the cluster stopping) hands the lease on
+    # at once; multiprocessing runs these finalizers in its children, atexit does not.
+    multiprocessing.util.Finalize(None, sweeper.stop, exitpriority=10)
+    return sweeper

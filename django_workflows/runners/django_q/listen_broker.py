@@ -8,7 +8,7 @@ every enqueue sends a ``NOTIFY`` on it, so a waiting cluster looks again at once
 the notification does the waking). Use it in place of the ORM broker::
 
     Q_CLUSTER = {"orm": "default", "poll": 2, ...,
-                 "broker_class": "django_workflows.runners.listen_broker.ListenORM"}
+                 "broker_class": "django_workflows.runners.django_q.listen_broker.ListenORM"}
 
 It listens through psycopg 3, Django's PostgreSQL driver of choice (with psycopg2
 only, it is the ORM broker as it is). On a database other than PostgreSQL it is the

@@ -1,4 +1,5 @@
-"""Running one attempt in a worker: claim it, run the user code, report how it ended.
+"""Running one attempt in a worker, whatever the runner: claim it, run the user code,
+report how it ended.
 
 While the code runs, a heartbeat (with the progress and the newest log lines)
 is written to the attempt's own row, never to the instance's, at most once
@@ -13,14 +14,15 @@ import os
 import socket
 import threading
 import time
-from typing import Any
+from functools import partial
 
 from django.db import close_old_connections
 
-from . import engine
-from .conf import workflow_settings
-from .engine.limits import MAX_LOGS
-from .services.attempts import beat, claim_attempt, finish_attempt
+from .. import engine
+from ..conf import workflow_settings
+from ..engine.limits import MAX_LOGS
+from ..observability import observers
+from ..services.attempts import Claimed, beat, claim_attempt, finish_claimed
 
 logger = logging.getLogger("django_workflows")
 
@@ -183,25 +185,31 @@ class Heartbeats:
 heartbeats = Heartbeats()
 
 
-def run_attempt(token: str, *, heartbeat_thread: bool = True,
-                instance_id: Any = None) -> bool:
+def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
     """Run the attempt ``token`` names; False when it was stale or already taken.
 
-    ``instance_id`` (the runner passes it) is no longer needed: the claim reads
-    the attempt's row anyway.
+    ``heartbeat_thread``: the worker process's heartbeat thread beats while the
+    code runs (a worker); without it, the attempt beats when it reports (in-process).
     """
     claimed = claim_attempt(token, worker=WORKER_NAME)
     if claimed is None:
         return False
-    sink = DatabaseSink(token, threaded=heartbeat_thread)
+    if observers.active:
+        observers.attempt_run(claimed, partial(_run_claimed, claimed, heartbeat_thread))
+    else:
+        _run_claimed(claimed, heartbeat_thread)
+    return True
+
+
+def _run_claimed(claimed: Claimed, heartbeat_thread: bool) -> tuple[engine.AttemptOutcome, bool]:
+    """Run a claimed attempt and report it: its outcome, and whether it was recorded."""
+    sink = DatabaseSink(claimed.work.token, threaded=heartbeat_thread)
     sink.start()
     try:
         outcome = engine.execute(claimed.work, sink, flush_interval=sink.interval)
         # The heartbeat goes on until the result is recorded, so a finish that waits for
         # the instance's lock is not taken for a dead worker; the finish writes the last
         # progress and log lines itself.
-        finish_attempt(token, outcome, instance_id=claimed.work.snapshot.id,
-                       claimed_at=claimed.at, read=claimed.row)
+        return outcome, finish_claimed(claimed, outcome)
     finally:
         sink.close(flush=False)
-    return True
