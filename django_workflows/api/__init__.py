@@ -1,4 +1,4 @@
-"""The REST API (DESIGN.md §4), an optional part: ``pip install "django-durable-workflows[api]"``.
+"""The REST API (``docs/api.md``), optional: ``pip install "django-durable-workflows[api]"``.
 
 Add ``rest_framework``, ``django_filters`` and ``drf_spectacular`` to
 ``INSTALLED_APPS`` and mount it with one include::

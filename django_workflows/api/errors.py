@@ -33,6 +33,7 @@ from ..exceptions import (
     ReferenceTaken,
     StaleRevision,
     StateTooLarge,
+    UnknownSignal,
     UnknownWorkflow,
     WorkflowNotMoved,
 )
@@ -89,6 +90,15 @@ def input_fields(error: WorkflowNotMoved) -> dict[str, list[str]]:
     return fields or {"input": [error.reason]}
 
 
+def payload_fields(error: WorkflowNotMoved) -> dict[str, list[str]]:
+    """A signal payload's errors, named from the request body (``payload.<field>``)."""
+    fields: dict[str, list[str]] = {}
+    for problem in error.field_errors:
+        fields.setdefault(f"payload.{problem.field}" if problem.field else "payload",
+                          []).append(problem.message)
+    return fields or {"payload": [error.reason]}
+
+
 def workflow_error(exc: Exception) -> Response | None:
     """The answer to one of the service's errors, with its status; None for any other."""
     if isinstance(exc, InvalidState):
@@ -99,6 +109,12 @@ def workflow_error(exc: Exception) -> Response | None:
                         status=status.HTTP_409_CONFLICT)
     if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_input":
         return Response(error_body(exc.reason, exc.code, input_fields(exc)),
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_payload":  # InvalidPayload
+        return Response(error_body(exc.reason, exc.code, payload_fields(exc)),
+                        status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, UnknownSignal):
+        return Response(error_body(str(exc), exc.code, {"signal": [str(exc)]}),
                         status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, StateTooLarge):
         return Response(error_body(exc.reason, exc.code),
@@ -173,8 +189,8 @@ class JSONErrors(_View):
     """What every view of the API does with errors (the schema's view too).
 
     Each is answered by :func:`exception_handler` and rendered as JSON, whatever else
-    the request's ``Accept`` named, the browsable API's HTML too (DESIGN.md section 4:
-    errors are JSON, never HTML; a browser shows the JSON as it is). An
+    the request's ``Accept`` named, the browsable API's HTML too (errors are JSON,
+    never HTML; a browser shows the JSON as it is). An
     anonymous request answers 401 with ``WWW-Authenticate`` when any of the
     authentication classes names a challenge (HTTP Basic does), 403 otherwise.
     """

@@ -170,7 +170,8 @@ class Pages(PageNumberPagination):
 
 
 class InstanceFilterBackend(DjangoFilterBackend):
-    """django-filter's backend; its schema says that an empty value counts as none."""
+    """django-filter's backend (the instances' and the tasks' lists); its schema says that an
+    empty value counts as none."""
 
 
 class EmptyMeansAbsent(DjangoFilterExtension):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -55,6 +56,50 @@ def is_merge_patch(request: Request) -> bool:
     """Whether the body was declared a merge patch (not only matched by ``*/*``)."""
     media_type, _ = parse_header_parameters(request.content_type or "")
     return media_type.lower() == MergePatchParser.media_type
+
+
+class NotAStateBody(exceptions.APIException):
+    """A state update whose body is not ``{"state": {...}}``: 400 ``invalid``, saying what
+    the body must be and naming each field that is wrong in ``fields``."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "invalid"
+
+    def __init__(self, detail: str, fields: dict[str, list[str]]) -> None:
+        super().__init__({"detail": detail, "code": self.default_code, "fields": fields})
+
+
+# At most this many stray keys are named in the answer (a hostile body may have thousands).
+STRAY_KEYS_NAMED = 10
+
+
+def check_state_body(data: Any, *, merged: bool) -> None:
+    """Raise :class:`NotAStateBody` unless ``data`` is ``{"state": ...}`` with nothing else.
+
+    Keys beside ``state`` are refused rather than ignored: ``{"plan": "pro"}`` sent as a
+    merge patch would otherwise answer 200 and change nothing. ``merged``: a merge patch,
+    which may leave ``state`` out (``{}`` is the empty patch: no key changes); a replacement
+    must give it. A body that is not an object is left to the serializer.
+    """
+    if not isinstance(data, dict):
+        return
+    strays = [key for key in data if key != "state"]
+    missing = not merged and "state" not in data
+    if not strays and not missing:
+        return
+    what = ("is merged into the instance's state" if merged
+            else "replaces the instance's state")
+    detail = f'The body of a state update is {{"state": {{...}}}}, whose "state" {what}'
+    fields: dict[str, list[str]] = {}
+    if missing:
+        fields["state"] = ["This field is required."]
+    if strays:
+        named = [json.dumps(key, ensure_ascii=False)[:80] for key in strays[:STRAY_KEYS_NAMED]]
+        more = ", ..." if len(strays) > STRAY_KEYS_NAMED else ""
+        detail += f'; put {", ".join(named)}{more} inside "state"'
+        for key in strays[:STRAY_KEYS_NAMED]:
+            fields[key] = ['Not a field of the body: put it inside "state".']
+    raise NotAStateBody(detail + ".", fields)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Who sees which instance in the API (DESIGN.md §4, Access).
+"""Who sees which instance in the API (``docs/rules.md``, Access).
 
 The rules are the service layer's (``services.access``): the API lists what a
 user may see and answers 404 for the rest; what a user may *do* is judged by

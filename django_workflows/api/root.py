@@ -1,4 +1,4 @@
-"""The API root, ``GET /api/``: a link to each collection and to the schema (DESIGN.md §4).
+"""The API root, ``GET /api/``: a link to each collection and to the schema.
 
 It answers as DRF's ``DefaultRouter`` root does, with the API's access rule and errors.
 """
@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_view, inline_serializer
 from rest_framework import routers, serializers
 from rest_framework.viewsets import ViewSetMixin
 
+from .schedules import ScheduleViewSet
 from .schema import NOT_ALLOWED, described
 from .tasks import TaskViewSet
 from .views import InstanceViewSet, WorkflowsAPIView, WorkflowViewSet
@@ -18,6 +19,7 @@ COLLECTIONS: list[tuple[str, str, type[ViewSetMixin]]] = [
     ("workflows", "workflow", WorkflowViewSet),
     ("instances", "instance", InstanceViewSet),
     ("tasks", "task", TaskViewSet),
+    ("schedules", "schedule", ScheduleViewSet),
 ]
 # What the root links to: a name, and the URL name it reverses.
 LINKS = {**{prefix: f"{basename}-list" for prefix, basename, _ in COLLECTIONS},

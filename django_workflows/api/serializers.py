@@ -1,13 +1,12 @@
-"""What the API reads and writes: the representations of DESIGN.md §4, and input checks."""
+"""What the API reads and writes: the representations ``docs/api.md`` shows, and input checks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
-from functools import cache
-from typing import Any, cast, get_args, get_type_hints
+from typing import Any, cast, get_args
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -19,6 +18,7 @@ from ..graph import graph_of
 from ..models import WorkflowEvent, WorkflowInstance
 from ..queries import LiveOperation, live_operations
 from ..storable import json_problems
+from ..waiting import waiting_of
 
 OPERATION_STATUSES = list(get_args(OperationStatus))
 BRANCH_STATUSES = list(get_args(BranchStatus))
@@ -81,34 +81,6 @@ class CreateInstanceSerializer(serializers.Serializer):
                 f'"{value}" only runs as the nested child of another workflow; create that '
                 "one instead.", code="nested_only")
         return value
-
-
-def _field_for(command: type[engine.PersonCommand], name: str) -> serializers.Field:
-    """The API field of what a command takes; its type comes from the command's declaration."""
-    kind = get_type_hints(command)[name]
-    if kind == str | None:
-        return serializers.CharField(required=False, allow_null=True, allow_blank=True,
-                                     max_length=1000, help_text=f"The {name}, if any.")
-    if kind == Mapping[str, Any] | None:
-        return StateField(required=False, allow_null=True, help_text=f"The {name}.")
-    raise TypeError(f"Command {command.name!r}: the API cannot take {name}: {kind}")
-
-
-def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
-                 ) -> type[serializers.Serializer]:
-    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
-    what the URL already ``given`` (a task command's ``task``); one class for each."""
-    # A class is hashable; mypy takes a frozen dataclass's type[...] for unhashable (it reads
-    # the instances' __hash__ off the class).
-    return _command_body(command, given)  # type: ignore[arg-type]
-
-
-@cache
-def _command_body(command: type[engine.PersonCommand], given: tuple[str, ...]
-                  ) -> type[serializers.Serializer]:
-    fields = {name: _field_for(command, name) for name in command.takes() if name not in given}
-    name = "".join(part.title() for part in command.name.split("_")) + "Body"
-    return type(name, (serializers.Serializer,), fields)
 
 
 class StateSerializer(serializers.Serializer):
@@ -242,13 +214,28 @@ VERDICT_SCHEMA = {
         "allowed": {"type": "boolean"},
         "code": {**NULLABLE_STRING, "description": "Why not, for programs."},
         "message": {**NULLABLE_STRING, "description": "Why not, for people."},
+        "confirm": {**NULLABLE_STRING, "description": (
+            "When allowed: why a person should confirm it first (back reopens a completed "
+            "instance), or null.")},
     },
 }
-ACTIONS_SCHEMA = {
-    "type": "object", "description": "For each command: would it be accepted now, for you?",
-    "properties": dict.fromkeys(engine.ACTIONS, VERDICT_SCHEMA),
-    "required": list(engine.ACTIONS),
-}
+
+
+class ActionsField(serializers.SerializerMethodField):
+    """An instance's ``actions``: for each command, would it be accepted now?"""
+
+
+class ActionsFieldSchema(OpenApiSerializerFieldExtension):
+    """The schema of ``actions``: a verdict for each command offered as an action, as the
+    commands are declared when the schema is made."""
+
+    target_class = ActionsField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        return {"type": "object",
+                "description": "For each command: would it be accepted now, for you?",
+                "properties": dict.fromkeys(engine.ACTIONS, VERDICT_SCHEMA),
+                "required": list(engine.ACTIONS)}
 
 
 class NestedInstanceSerializer(serializers.Serializer):
@@ -258,6 +245,106 @@ class NestedInstanceSerializer(serializers.Serializer):
     workflow = serializers.CharField()
     status = InstanceStatusField()
     current_step = serializers.CharField(allow_null=True)
+
+
+# Inline enums: two components' "kind" enums with other values would collide by name.
+@extend_schema_field({"type": "string", "enum": ["signal", "timer", "task"]})
+class WaitingKindField(serializers.CharField):
+    pass
+
+
+class WaitingSerializer(serializers.Serializer):
+    """What the instance waits for now: a signal, a timer, or a person's task."""
+
+    kind = WaitingKindField()
+    name = serializers.CharField(allow_null=True, help_text="The signal's name, or the task's "
+                                                            "title; null for a timer.")
+    correlation = serializers.CharField(allow_null=True, help_text="The value a signal is "
+                                                                   "correlated on, if any.")
+    until = serializers.DateTimeField(allow_null=True, help_text=(
+        "When the signal's timeout passes, the timer falls due, or the task is due; null "
+        "where there is no such time."))
+
+
+class HeldSerializer(serializers.Serializer):
+    command = serializers.CharField(help_text="What came: `attempt_finished`, "
+                                              "`attempt_interrupted`, `deadline_due`, `signal`.")
+    at = serializers.DateTimeField()
+
+
+class PausedSerializer(serializers.Serializer):
+    """A paused instance: since when, by whom, why, and what came back meanwhile."""
+
+    since = serializers.DateTimeField()
+    by = serializers.CharField(allow_null=True, help_text="The id of the user who paused it "
+                                                           "(as text); null for code.")
+    reason = serializers.CharField(allow_null=True)
+    resumes_to = InstanceStatusField(help_text="The status `resume` gives back.")
+    held = HeldSerializer(many=True, help_text="What came back while paused, applied on "
+                                               "resume in this order.")
+
+
+class StandingSerializer(serializers.Serializer):
+    """Where an instance stood when its rollback started."""
+
+    status = InstanceStatusField()
+    current_step = serializers.CharField(allow_null=True)
+    history = serializers.ListField(child=serializers.CharField())
+    completed_steps = serializers.ListField(child=serializers.CharField())
+    skipped_steps = serializers.ListField(child=serializers.CharField())
+    state = serializers.DictField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
+
+
+class CompensationSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["operation", "branch", "nested", "step"])
+    target = serializers.CharField(help_text="The operation (its path of ids), branch, child "
+                                             "instance or step undone.")
+    step = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=["pending", "running", "done", "failed"])
+    result = serializers.JSONField(allow_null=True, help_text="What the compensation "
+                                                              "returned (a refund's id).")
+    error = serializers.CharField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RolledBackSerializer(serializers.Serializer):
+    """The last rollback that finished: what it undid and how, when and by whom."""
+
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    by = serializers.CharField(allow_null=True, help_text="The id of the user who rolled it "
+                                                           "back (as text); null for code.")
+    before = StandingSerializer(allow_null=True)
+    compensations = CompensationSerializer(many=True)
+
+
+def paused_view(paused: engine.PauseSnapshot | None) -> dict[str, Any] | None:
+    if paused is None:
+        return None
+    return {"since": _iso(paused.at), "by": paused.by, "reason": paused.reason,
+            "resumes_to": paused.status,
+            "held": [{"command": held.command, "at": _iso(held.at)} for held in paused.held]}
+
+
+def rolled_back_view(plan: engine.RollbackPlan | None) -> dict[str, Any] | None:
+    if plan is None:
+        return None
+    before = plan.before
+    return {
+        "started_at": _iso(plan.started_at), "finished_at": _iso(plan.finished_at),
+        "by": plan.by,
+        "before": None if before is None else {
+            "status": before.status, "current_step": before.current_step,
+            "history": list(before.history), "completed_steps": list(before.completed_steps),
+            "skipped_steps": list(before.skipped_steps), "state": dict(before.state),
+            "started_at": _iso(before.started_at), "completed_at": _iso(before.completed_at)},
+        "compensations": [{
+            "kind": item.kind, "target": "/".join((*item.path, item.target)),
+            "step": item.step, "status": item.status, "result": item.result,
+            "error": item.error, "finished_at": _iso(item.finished_at)} for item in plan.items],
+    }
 
 
 class InstanceSerializer(serializers.ModelSerializer):
@@ -273,14 +360,17 @@ class InstanceSerializer(serializers.ModelSerializer):
     operations = serializers.SerializerMethodField()
     parallel = serializers.SerializerMethodField()
     nested = serializers.SerializerMethodField()
-    actions = serializers.SerializerMethodField()
+    waiting = serializers.SerializerMethodField()
+    paused = serializers.SerializerMethodField()
+    rolled_back = serializers.SerializerMethodField()
+    actions = ActionsField()
 
     class Meta:
         model = WorkflowInstance
         fields = ["id", "workflow", "version", "status", "state", "current_step",
                   "completed_steps", "skipped_steps", "history", "errors", "operations",
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
-                  "completed_at", "reference", "actions"]
+                  "completed_at", "reference", "waiting", "paused", "rolled_back", "actions"]
         read_only_fields = fields
 
     @extend_schema_field(NULLABLE_STRING)
@@ -297,7 +387,6 @@ class InstanceSerializer(serializers.ModelSerializer):
     def get_parallel(self, instance: WorkflowInstance) -> list[dict[str, Any]]:
         return [branch_view(branch) for branch in instance.snap.parallel]
 
-    @extend_schema_field(ACTIONS_SCHEMA)
     def get_actions(self, instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
         request = self.context.get("request")
         user = getattr(request, "user", None)
@@ -319,6 +408,23 @@ class InstanceSerializer(serializers.ModelSerializer):
             return None
         return {"id": str(child.pk), "workflow": child.workflow, "status": child.status,
                 "current_step": child.current_step or None}
+
+    @extend_schema_field(PausedSerializer(allow_null=True))
+    def get_paused(self, instance: WorkflowInstance) -> dict[str, Any] | None:
+        return paused_view(instance.snap.paused)
+
+    @extend_schema_field(RolledBackSerializer(allow_null=True))
+    def get_rolled_back(self, instance: WorkflowInstance) -> dict[str, Any] | None:
+        return rolled_back_view(instance.snap.rolled_back)
+
+    @extend_schema_field(WaitingSerializer(allow_null=True))
+    def get_waiting(self, instance: WorkflowInstance) -> dict[str, Any] | None:
+        waiting = waiting_of(instance.snap)
+        if waiting is None:
+            return None
+        return {"kind": waiting.kind, "name": waiting.name, "correlation": waiting.correlation,
+                "until": None if waiting.until is None
+                else _datetime.to_representation(waiting.until)}
 
 
 def children_of(instances: list[WorkflowInstance]) -> dict[str, WorkflowInstance]:
@@ -371,6 +477,17 @@ class TransitionSerializer(serializers.Serializer):
     guarded = serializers.BooleanField(help_text="It has a `when` guard.")
 
 
+@extend_schema_field({"type": "string", "enum": ["signal", "timer"]})
+class StepWaitKindField(serializers.CharField):
+    pass
+
+
+class StepWaitSerializer(serializers.Serializer):
+    kind = StepWaitKindField()
+    name = serializers.CharField(allow_null=True, help_text="The signal's name; null for a "
+                                                            "timer.")
+
+
 class GraphNodeSerializer(serializers.Serializer):
     id = serializers.CharField()
     title = serializers.CharField()
@@ -381,6 +498,8 @@ class GraphNodeSerializer(serializers.Serializer):
     parallel = serializers.ListField(child=serializers.CharField())
     nested = serializers.CharField(allow_null=True)
     timeout = serializers.FloatField(allow_null=True)
+    wait = StepWaitSerializer(allow_null=True, help_text="What the step waits for: a signal "
+                                                          "(by name) or a timer; null for none.")
 
 
 class GraphSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""The endpoints of DESIGN.md §4. Every change goes through the service layer."""
+"""The endpoints of ``docs/api.md``. Every change goes through the service layer."""
 
 from __future__ import annotations
 
@@ -21,14 +21,16 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from .. import engine, registry, services
-from ..models import WorkflowEvent, WorkflowInstance
+from ..models import WorkflowEvent, WorkflowInstance, WorkflowTask
 from ..queries import live_attempts
 from ..services.idempotency import fingerprint_of
+from .commands import CommandActions, command_body
 from .errors import JSONErrors
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import (
     JSONBodyParser,
     MergePatchParser,
+    check_state_body,
     etag,
     expected_revision,
     idempotency_key,
@@ -56,8 +58,8 @@ from .serializers import (
     WorkflowDetailSerializer,
     WorkflowSerializer,
     children_of,
-    command_body,
 )
+from .task_serializers import TaskSerializer
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
@@ -148,7 +150,7 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
             413: error_response("The state (or the body) is larger than the limit."),
             422: error_response("The Idempotency-Key was already used for a different request.")}),
 )
-class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
+class InstanceViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet):
     """Workflow instances: create, read, and drive them with commands.
 
     You see the instances you own; the model's view permission shows all of
@@ -166,6 +168,12 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
                        "workflow", "current_step"]
     ordering = ["-created_at"]
     pagination_class = Pages
+    commands = engine.ACTIONS  # POST /api/instances/<id>/<name>/ for each
+    operation_prefix = "instances"
+
+    @classmethod
+    def responses_of(cls, declared: type[engine.PersonCommand]) -> dict[int, Any]:
+        return ACTION_RESPONSES
 
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
@@ -231,33 +239,33 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
     def give(self, request: Request, declared: type[engine.PersonCommand]) -> Response:
         """Give the command ``declared`` to the instance, with what the body says it takes."""
         instance = self.get_object()
-        body = request.data
-        if not isinstance(body, dict):
-            raise exceptions.ValidationError({"non_field_errors": [
-                "Send no body, or a JSON object."]})
-        taken = command_body(declared)(data=body)
-        taken.is_valid(raise_exception=True)
+        taken = self.taken(request, declared)
         key = idempotency_key(request)
-        moved = services.command(
-            instance, declared.name, user=request.user,
+        moved = services.execute(
+            instance, declared(**taken), user=request.user,
             expected_revision=expected_revision(request), idempotency_key=key,
             # The whole body: the same key with anything else in it is another request.
-            fingerprint=fingerprint_of(declared.name, str(instance.pk), body) if key else None,
-            **taken.validated_data)
+            fingerprint=fingerprint_of(declared.name, str(instance.pk), request.data)
+            if key else None)
         return self.answer(moved)
 
     @described(operation_id="instances_update_state",
                summary="Replace the state, or merge into it (JSON Merge Patch)",
-               description="`application/json`: `state` replaces the whole state. "
+               description="The body is `{\"state\": {...}}` and nothing else. "
+                           "`application/json`: `state` replaces the whole state. "
                            "`application/merge-patch+json` (RFC 7396): `state` is merged into "
                            "it, under the row lock: a key set to null is removed, an object is "
-                           "merged key by key, any other value replaces the old one.",
+                           "merged key by key, any other value replaces the old one; `{}` is "
+                           "the empty patch (no key changes). Any other key of the body "
+                           "answers 400 `invalid`, naming it in `fields`.",
                request={"application/json": StateSerializer,
                         MergePatchParser.media_type: StatePatchSerializer},
                parameters=[IF_MATCH, ETAG], responses={
                        200: OpenApiResponse(InstanceSerializer, description="The instance."),
-                       400: error_response("Bad input, or a state that breaks the definition's "
-                                   "schema (`invalid_state`; `fields` names each field)."),
+                       400: error_response("Bad input (`invalid`: e.g. a body that is not "
+                                           "`{\"state\": {...}}`), or a state that breaks the "
+                                           "definition's schema (`invalid_state`; `fields` "
+                                           "names each field)."),
                        **NOT_ALLOWED, 404: UNKNOWN_INSTANCE,
                        409: error_response("Refused by a rule (e.g. `cancelled`), or `busy`."),
                        412: ACTION_RESPONSES[412],
@@ -266,7 +274,9 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
             parser_classes=[JSONBodyParser, MergePatchParser])
     def state(self, request: Request, pk: str | None = None) -> Response:
         instance = self.get_object()
-        if is_merge_patch(request):
+        merged = is_merge_patch(request)
+        check_state_body(request.data, merged=merged)  # never a 200 that changed nothing
+        if merged:
             patch = StatePatchSerializer(data=request.data)
             patch.is_valid(raise_exception=True)
             # Merged into the state as it is under the row lock: no concurrent change is lost.
@@ -288,22 +298,16 @@ class InstanceViewSet(WorkflowsAPIView, viewsets.GenericViewSet):
         page = self.paginate_queryset(events)
         return self.get_paginated_response(EventSerializer(page, many=True).data)
 
-
-def _action_for(declared: type[engine.PersonCommand]) -> Any:
-    """``POST /api/instances/<id>/<name>/`` for a declared command, with its OpenAPI entry."""
-    def run(self: InstanceViewSet, request: Request, pk: str | None = None) -> Response:
-        return self.give(request, declared)
-
-    run.__name__ = declared.name
-    run.__doc__ = declared.summary
-    body = command_body(declared)
-    describe = described(operation_id=f"instances_{declared.name}",
-                              summary=declared.summary,
-                              request=body if body().fields else None,
-                              parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
-                              responses=ACTION_RESPONSES)
-    return describe(action(detail=True, methods=["post"], url_path=declared.name)(run))
+    @described(summary="Every task of the instance, oldest first: open, done and cancelled",
+               description="To whoever may see the instance, whether or not the tasks are "
+                           "theirs to do (`GET /api/tasks/` lists those).",
+               responses={200: TaskSerializer(many=True), **NOT_ALLOWED, 404: UNKNOWN_INSTANCE})
+    @action(detail=True, methods=["get"], filter_backends=[])
+    def tasks(self, request: Request, pk: str | None = None) -> Response:
+        instance = self.get_object()
+        tasks = WorkflowTask.objects.filter(instance=instance).order_by("created_at", "id")
+        page = self.paginate_queryset(tasks)
+        return self.get_paginated_response(TaskSerializer(page, many=True).data)
 
 
-for _name, _declared in engine.ACTIONS.items():
-    setattr(InstanceViewSet, _name, _action_for(_declared))
+InstanceViewSet.get_extra_actions()  # the declared commands' actions, made now
