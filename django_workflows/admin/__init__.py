@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .events import WorkflowEventAdmin
 from .instances import WorkflowInstanceAdmin
+from .schedules import WorkflowScheduleAdmin
 from .tasks import WorkflowTaskAdmin
 
-__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin", "WorkflowTaskAdmin"]
+__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin", "WorkflowScheduleAdmin",
+           "WorkflowTaskAdmin"]

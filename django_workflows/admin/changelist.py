@@ -25,7 +25,7 @@ from django.utils.functional import cached_property
 
 from .. import registry
 from ..conf import workflow_settings
-from ..models import WorkflowEvent
+from ..models import Deadline, TaskStatus, WorkflowEvent, WorkflowTask
 
 # The owner filter lists users by name only when there are at most this many.
 OWNER_CHOICES_LIMIT = 20
@@ -139,6 +139,31 @@ class CurrentStepFilter(admin.SimpleListFilter):
         return queryset.filter(current_step=self.value()) if self.value() else queryset
 
 
+class WaitingFilter(admin.SimpleListFilter):
+    """What an instance waits for from outside, each read by an index: a signal (the
+    ``awaiting`` column), a timer (its deadline row), a person (an open task's row)."""
+
+    title = "waiting for"
+    parameter_name = "waiting"
+
+    def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
+        return [("signal", "a signal"), ("timer", "a timer"), ("task", "a task")]
+
+    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        if not value:
+            return queryset
+        if value == "signal":
+            return queryset.filter(awaiting__isnull=False)
+        if value == "timer":
+            return queryset.filter(pk__in=Deadline.objects.filter(kind="timer")
+                                   .values("instance_id"))
+        if value == "task":
+            return queryset.filter(pk__in=WorkflowTask.objects.filter(status=TaskStatus.OPEN)
+                                   .values("instance_id"))
+        return queryset.none()  # a value that names nothing lists nothing, as Django's own
+
+
 class OwnerFilter(admin.SimpleListFilter):
     title = "owner"
     parameter_name = "owner"
@@ -175,19 +200,50 @@ class OwnerFilter(admin.SimpleListFilter):
 HEX_PREFIX = re.compile(r"[0-9a-f]{4,32}")
 
 
-def id_range(term: str) -> Q | None:
+def id_range(term: str, using: str) -> Q | None:
     """The ids that start with ``term`` (``5023163b``, as the list shows them), as a range of
     the primary key: an index scan, where ``LIKE`` on the id would read the whole table."""
     digits = term.lower().replace("-", "")
     if not HEX_PREFIX.fullmatch(digits):
         return None
-    return Q(pk__gte=uuid.UUID(digits.ljust(32, "0")), pk__lte=uuid.UUID(digits.ljust(32, "f")))
+    lowest = uuid.UUID(digits.ljust(32, "0"))
+    connection = connections[using]
+    if connection.vendor == "mysql" and connection.features.has_native_uuid_field:
+        # MariaDB's uuid type does not sort as its digits read, so no range of it is a
+        # prefix: compare the text, hyphens where the id has them.
+        hyphens = sum(len(digits) > after for after in (8, 12, 16, 20))
+        return Q(pk__startswith=str(lowest)[:len(digits) + hyphens])
+    return Q(pk__gte=lowest, pk__lte=uuid.UUID(digits.ljust(32, "f")))
+
+
+# How the list ends a short id (``cdd56d7d…``), and how people type that.
+ELLIPSES = ("…", "...")
+
+
+def as_typed(term: str) -> str:
+    """A search term without the spaces around it, nor the ellipsis of a short id pasted
+    from the list (``cdd56d7d…`` or ``cdd56d7d...``)."""
+    term = term.strip()
+    for ellipsis in ELLIPSES:
+        term = term.removesuffix(ellipsis)
+    return term.strip()
+
+
+def workflows_titled(term: str) -> list[str]:
+    """The ids of the registered definitions whose title (as the list shows it) or id has
+    ``term`` in it, in any case: from the registry, so the search reads the workflow
+    column's index, never the whole table."""
+    wanted = term.casefold()
+    return [definition.id for definition in registry.all_definitions()
+            if wanted in (definition.title or "").casefold() or wanted in definition.id.casefold()]
 
 
 def search_instances(queryset: QuerySet, term: str) -> QuerySet:
-    """An instance id, or its start, finds that instance; a reference, or its start, finds
-    its instances; any other term, the instances of the owners it names."""
-    term = term.strip()
+    """An instance id, or its start as the list shows it (``cdd56d7d…``), finds that
+    instance; a reference, or its start, finds its instances; a workflow's title or id, or
+    part of it, the instances of that workflow; any other term, the instances of the owners
+    it names."""
+    term = as_typed(term)
     if not term:
         return queryset
     try:
@@ -195,9 +251,12 @@ def search_instances(queryset: QuerySet, term: str) -> QuerySet:
     except ValueError:
         pass
     found = Q(reference__startswith=term)
-    prefix = id_range(term)
+    prefix = id_range(term, queryset.db)
     if prefix is not None:
         found |= prefix
+    workflows = workflows_titled(term)
+    if workflows:
+        found |= Q(workflow__in=workflows)
     user_model = get_user_model()
     who = Q(**{f"{user_model.USERNAME_FIELD}__icontains": term})
     email = user_model.get_email_field_name()

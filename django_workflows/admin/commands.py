@@ -1,9 +1,12 @@
 """Running service commands from the admin, and saying how each went as a message.
 
-The buttons are the declared commands (``engine.ACTIONS``); which ones apply,
-and why the others do not, is the service's answer for the user
-(``services.applies``). A refusal, a stale page, a busy row or a broken
-definition becomes a message: no exception of the service reaches the user as a 500.
+The buttons are the declared commands (``engine.ACTIONS``): those that act on the
+instance on the page's command bar, those that act on an operation on each
+operation's row, each with a form of what it takes (``command_forms.py``). Which ones
+apply, and why the others do not, is the service's answer for the user
+(``services.applies``, ``services.applies_to_operations``). A refusal, a stale page,
+bad input, a busy row or a broken definition becomes a message: no exception of the
+service reaches the user as a 500.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.http import HttpRequest
 
 from .. import engine, services
 from ..exceptions import Busy, NotAllowed, StaleRevision, WorkflowError, WorkflowNotMoved
 from ..models import WorkflowInstance
+from .command_forms import bound_form, given_values
 
 logger = logging.getLogger("django_workflows")
 
@@ -38,10 +43,15 @@ class Button:
     name: str
     label: str
     summary: str
-    confirm: bool  # it undoes work: the page asks first
-    takes_reason: bool
+    confirm: str | None  # what the page asks first (it undoes work, it reopens...), or None
     allowed: bool
     reason: str | None  # why it does not apply now
+    form: forms.Form  # what it takes, with the field it acts on filled in (and hidden)
+
+    @property
+    def inputs(self) -> list[forms.BoundField]:
+        """What a person types for it (the fields not hidden)."""
+        return list(self.form.visible_fields())
 
 
 def describe(instance: WorkflowInstance) -> str:
@@ -61,30 +71,65 @@ def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance
         return dict.fromkeys(engine.COMMANDS, engine.Verdict(False, "error", str(error)))
 
 
-# Commands aimed at a part of the instance (an operation) are offered on that part's row.
-ON_THE_PAGE = {name: declared for name, declared in engine.ACTIONS.items()
-               if set(declared.takes()) <= {"reason"}}
+def _button(declared: type[engine.PersonCommand], verdict: engine.Verdict,
+            offered: dict[str, tuple[Any, ...]] | None = None, **initial: Any) -> Button:
+    confirm = None
+    if verdict.confirm:  # the rule says why to ask (back reopens a completed instance)
+        confirm = f"{verdict.confirm}. {declared.label}?"
+    elif declared.destructive:
+        confirm = f"{declared.label} this instance?"
+    return Button(declared.name, declared.label, declared.summary, confirm,
+                  verdict.allowed, verdict.message,
+                  bound_form(declared, offered=offered, **initial))
 
 
-def buttons(found: dict[str, engine.Verdict]) -> list[Button]:
-    return [Button(name, declared.label, declared.summary, declared.destructive,
-                   "reason" in declared.takes(), found[name].allowed, found[name].message)
-            for name, declared in ON_THE_PAGE.items()]
+def buttons(found: dict[str, engine.Verdict], instance: WorkflowInstance | None = None
+            ) -> list[Button]:
+    """The command bar: the actions that act on the instance itself, each field that the
+    declaration offers values for (``rewind``'s step) a choice of what it offers now."""
+    return [_button(declared, found[name],
+                    declared.offers(instance.snap) if instance is not None else None)
+            for name, declared in engine.ACTIONS.items() if declared.acts_on == "instance"]
+
+
+def operation_buttons(model_admin: Any, request: HttpRequest, instance: WorkflowInstance
+                      ) -> dict[str, list[Button]]:
+    """For each operation of the current step, by its id, the commands that apply to it
+    now (the engine's dry run for that very operation)."""
+    if not model_admin.has_change_permission(request, instance):
+        return {}
+    try:
+        found = services.applies_to_operations(instance, user=request.user)
+    except WorkflowError:
+        return {}
+    by_operation: dict[str, list[Button]] = {}
+    for name, verdicts in found.items():
+        declared = engine.ACTIONS.get(name)
+        for operation, verdict in verdicts.items():
+            if declared is not None and verdict.allowed:
+                by_operation.setdefault(operation, []).append(
+                    _button(declared, verdict, operation=operation))
+    return by_operation
 
 
 def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstance, name: str,
-                *, expected_revision: int | None = None, **values: Any) -> Result:
-    """Run ``name`` on ``instance`` as ``request.user``; never raises a service error."""
+                *, expected_revision: int | None = None, data: Any = None) -> Result:
+    """Run ``name`` on ``instance`` as ``request.user``, with what its form in ``data`` (a
+    POST) gives it, or its defaults; never raises a service error."""
     declared = engine.ACTIONS.get(name)
     if declared is None:
         return Result(False, f'Unknown command "{name}".', messages.ERROR)
     label = declared.label
     if not model_admin.has_change_permission(request, instance):
         return Result(False, f"{label}: {NO_CHANGE_PERMISSION}", messages.ERROR)
+    form = bound_form(declared, data if data is not None else {})
+    if not form.is_valid():
+        problems = "; ".join(f"{form.fields[field].label}: {' '.join(map(str, errors))}"
+                             for field, errors in form.errors.items())
+        return Result(False, f"{label} not done: {problems}", messages.ERROR)
     try:
-        moved = services.command(instance, name, user=request.user,
-                                 expected_revision=expected_revision,
-                                 **{k: v for k, v in values.items() if k in declared.takes()})
+        moved = services.execute(instance, declared(**given_values(form)), user=request.user,
+                                 expected_revision=expected_revision)
     except NotAllowed as error:
         return Result(False, f"{label}: {error}", messages.ERROR)
     except WorkflowNotMoved as error:
@@ -105,22 +150,40 @@ def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstan
                   messages.SUCCESS)
 
 
+BULK_NAMED = 5  # instances named in a message of a bulk action; the rest are counted
+
+
 def run_bulk(model_admin: Any, request: HttpRequest, instances: list[WorkflowInstance],
              name: str) -> None:
-    """Run ``name`` on every instance; one message for the moved, one per refusal."""
+    """Run ``name`` on every instance (each judged as ``request.user`` by the services);
+    one message for the moved, and one per reason the others did not move, naming them."""
     label = engine.ACTIONS[name].label
     moved = 0
+    refused: dict[tuple[int, str], list[WorkflowInstance]] = {}
     for instance in instances:
         result = run_command(model_admin, request, instance, name)
         if result.moved:
             moved += 1
         else:
-            short = str(instance.pk)[:8]
-            model_admin.message_user(request, f"{instance.workflow} {short}…: {result.text}",
-                                     result.level)
+            refused.setdefault((result.level, result.text), []).append(instance)
     if moved:
         model_admin.message_user(
             request, f"{label}: {moved} instance{'s' if moved != 1 else ''} moved.",
             messages.SUCCESS)
     elif not instances:
         model_admin.message_user(request, f"{label}: no instances selected.", messages.WARNING)
+    for (level, text), group in refused.items():
+        model_admin.message_user(request, _refused_together(text, group), level)
+
+
+def _short(instance: WorkflowInstance) -> str:
+    return f"{instance.workflow} {str(instance.pk)[:8]}…"
+
+
+def _refused_together(text: str, group: list[WorkflowInstance]) -> str:
+    """One reason and the instances it kept from moving (the first few named)."""
+    if len(group) == 1:
+        return f"{_short(group[0])}: {text}"
+    named = ", ".join(_short(instance) for instance in group[:BULK_NAMED])
+    more = f" and {len(group) - BULK_NAMED} more" if len(group) > BULK_NAMED else ""
+    return f"{len(group)} instances not moved: {text} ({named}{more})"

@@ -7,16 +7,16 @@ engine's fields.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
 
 from .. import engine, registry, services
 from ..conf import workflow_settings
@@ -27,10 +27,11 @@ from .changelist import (
     EstimatedCountPaginator,
     InstanceChangeList,
     OwnerFilter,
+    WaitingFilter,
     WorkflowFilter,
     search_instances,
 )
-from .commands import buttons, run_bulk, run_command, verdicts
+from .commands import buttons, operation_buttons, run_bulk, run_command, verdicts
 from .forms import (
     CreateInstanceForm,
     StateForm,
@@ -45,11 +46,17 @@ from .pages import (
     instance_context,
     live_parts,
     live_payload,
+    live_timeline,
+    workflow_url,
 )
+from .recovery import recovery_context, status_badge
 from .request_limits import csrf_protect_within_limits, post_limit_problem
 from .sweep_banner import SweepBanner
+from .waiting import SignalForm, send_signal, waiting_context
+from .workflow_page import period_of, workflow_page_context
 
 
+@cache
 def _bulk_action(name: str, label: str) -> Any:
     def action(model_admin: WorkflowInstanceAdmin, request: HttpRequest, queryset: Any) -> None:
         limit = int(workflow_settings.ADMIN_BULK_LIMIT)
@@ -72,10 +79,11 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
                     "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)
     list_filter = (WorkflowFilter, ("status", admin.ChoicesFieldListFilter), CurrentStepFilter,
-                   OwnerFilter)
+                   WaitingFilter, OwnerFilter)
     search_fields = ("id", "reference", "owner__username")  # the box; see get_search_results
-    search_help_text = ("An instance id or its start (as the list shows it), a reference or "
-                        "its start, or part of an owner's username or email.")
+    search_help_text = ("An instance id or its start, as the list shows it (paste it, "
+                        "ellipsis and all); a reference or its start; part of a workflow's "
+                        "title; or part of an owner's username or email.")
     date_hierarchy = "updated_at"
     ordering = ("-updated_at",)
     sortable_by = ("updated_at",)  # the indexed ordering only: no sort of the whole table
@@ -84,12 +92,17 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
-    actions = [_bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()]
     # Not the conventional name, which every admin of this model would pick up.
     change_list_template = "admin/django_workflows/workflowinstance/instances_change_list.html"
 
     class Media:
         css = {"all": ["django_workflows/admin.css"]}
+
+    @property  # read when the changelist is drawn: the commands as declared then
+    def actions(self) -> list[Any]:  # type: ignore[override]
+        """A bulk action per declared command that needs nothing but the instance."""
+        return [_bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()
+                if not any(taken.required for taken in declared.inputs())]
 
     # -- the changelist ---------------------------------------------------------------
 
@@ -105,17 +118,23 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
 
     @admin.display(description="status")
     def status_badge(self, instance: WorkflowInstance) -> str:
-        if instance.status == "idle" and getattr(instance, "last_phase", None) == "finished":
-            # Back to idle by a rollback, not a row that never started.
-            return mark_safe('<span class="dwf-badge dwf-status-rolled-back">Rolled back</span>')
-        return format_html('<span class="dwf-badge dwf-status-{}">{}</span>', instance.status,
-                           instance.get_status_display())
+        # "Rolled back": idle again by a rollback, not a row that never started; the page
+        # says the same (recovery.status_shown).
+        return status_badge(instance)
 
     @admin.display(description="current step")
     def current_step_title(self, instance: WorkflowInstance) -> str:
         definition = registry.find(instance.workflow)
         step = definition.steps_by_id.get(instance.current_step) if definition else None
         return step.title if step and step.title else instance.current_step
+
+    def changelist_view(self, request: HttpRequest,
+                        extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """The list, with a link to the workflow's page when it is filtered by one."""
+        chosen = request.GET.get(WorkflowFilter.parameter_name)
+        if chosen and registry.find(chosen) is not None:
+            extra_context = {"workflow_page_url": workflow_url(chosen), **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type:
         return InstanceChangeList
@@ -148,6 +167,8 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
         return [
             path("definitions/", wrap(self.definitions_view),
                  name="{}_{}_definitions".format(*info)),
+            path("definitions/<path:workflow_id>/", wrap(self.workflow_view),
+                 name="{}_{}_workflow".format(*info)),
             path("<path:object_id>/live/", wrap(self.live_view), name="{}_{}_live".format(*info)),
             *super().get_urls(),
         ]
@@ -201,7 +222,8 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
     @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        """The instance page; its forms post commands (``_command``) or a state (``_state``)."""
+        """The instance page; its forms post commands (``_command``), a state (``_state``) or
+        the signal it waits for (``_signal``)."""
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
             # Django's own answer (a private method, so not in the stubs).
@@ -215,6 +237,12 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
             if not unreadable and "_command" in request.POST:
                 self._command(request, instance)
                 return HttpResponseRedirect(request.get_full_path())
+            if not unreadable and "_signal" in request.POST:
+                signal_form = SignalForm(request.POST)
+                if send_signal(self, request, instance, signal_form):
+                    return HttpResponseRedirect(request.get_full_path())
+                return self._instance_page(request, instance, None, extra_context,
+                                           signal_form=signal_form)
             if not unreadable and "_state" not in request.POST:
                 return HttpResponseRedirect(request.get_full_path())
             # The page shows no state form where update_state does not apply, so neither
@@ -241,10 +269,8 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
         except ValueError:
             revision = None
         declared = engine.ACTIONS.get(name)
-        values = {field: request.POST.get(field, "").strip() or None
-                  for field in (declared.takes() if declared else ())}
         result = run_command(self, request, instance, name, expected_revision=revision,
-                             **values)
+                             data=request.POST)
         if result.moved and declared is not None:
             self.log_change(request, instance, f"{declared.label} (through the service layer).")
         self.message_user(request, result.text, result.level)
@@ -280,43 +306,48 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
         return False
 
     def _instance_page(self, request: HttpRequest, instance: WorkflowInstance,
-                       state_form: StateForm | None,
-                       extra_context: dict[str, Any] | None) -> TemplateResponse:
+                       state_form: StateForm | None, extra_context: dict[str, Any] | None,
+                       signal_form: SignalForm | None = None) -> TemplateResponse:
         definition = registry.find(instance.workflow)
         context = self._context(
             request, title=f"{definition.title if definition else instance.workflow} "
                            f"{instance.name}",
             original=instance, object_id=str(instance.pk),
             has_delete_permission=self.has_delete_permission(request, instance),
-            **self._instance_values(request, instance, state_form), **(extra_context or {}))
+            **self._instance_values(request, instance, state_form, signal_form),
+            **(extra_context or {}))
         return TemplateResponse(request, "admin/django_workflows/workflowinstance/detail.html",
                                 context)
 
     def _instance_values(self, request: HttpRequest, instance: WorkflowInstance,
-                         state_form: StateForm | None) -> dict[str, Any]:
+                         state_form: StateForm | None,
+                         signal_form: SignalForm | None = None) -> dict[str, Any]:
         """What the page's live parts show: the page's first drawing and the live view's."""
         can_change = self.has_change_permission(request, instance)
         found = verdicts(self, request, instance)
-        commands = buttons(found) if can_change else []
+        commands = buttons(found, instance) if can_change else []
         if state_form is None:
             state_form = StateForm(initial={"state": pretty_json(instance.state),
                                             "revision": instance.revision})
+        context = instance_context(request, instance)
+        on_operations = operation_buttons(self, request, instance)
+        for row in context["operations"]:  # the current step's own, not their children
+            row["commands"] = on_operations.get(row["id"], []) if row["depth"] == 0 \
+                and row["step"] == instance.current_step else []
         return {
             "can_change": can_change,
             "commands": [b for b in commands if b.allowed],
             "unavailable": [b for b in commands if not b.allowed], "state_form": state_form,
             "can_edit_state": found["update_state"].allowed,
-            "skippable_operation": next(
-                (op.id for op in instance.snap.operations
-                 if op.step == instance.current_step and op.status == "queued"), None)
-            if found["skip_operation"].allowed else None,
-            **instance_context(request, instance)}
+            **waiting_context(request, instance, signal_form), **recovery_context(instance),
+            **context}
 
     def live_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
         """Status, operations and branches as JSON, polled by the instance page.
 
         With ``?revision=`` naming another revision than the instance's, also the page's
-        parts drawn anew (``parts``), which the page swaps all together.
+        parts drawn anew (``parts``), which the page swaps all together; else, while work
+        runs, the timeline drawn up to now (``timeline``).
         """
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
@@ -327,6 +358,8 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
         if request.GET.get("revision", str(instance.revision)) != str(instance.revision):
             request.current_app = self.admin_site.name
             payload["parts"] = live_parts(request, self._instance_values(request, instance, None))
+        elif (timeline := live_timeline(request, instance)) is not None:
+            payload["timeline"] = timeline  # the same revision, later: its bars grown
         return JsonResponse(payload)
 
     def definitions_view(self, request: HttpRequest) -> TemplateResponse:
@@ -335,3 +368,19 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
             raise PermissionDenied
         context = self._context(request, title="Workflow definitions", **definitions_context())
         return TemplateResponse(request, "admin/django_workflows/definitions.html", context)
+
+    def workflow_view(self, request: HttpRequest, workflow_id: str) -> TemplateResponse:
+        """A workflow's page: its instances by step and status now, how long they stay in
+        each step and where they fail over ``?period=`` (24h, 7d, 30d)."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        definition = registry.find(workflow_id)
+        if definition is None:
+            raise Http404("No workflow is registered with this id.")
+        period, problem = period_of(request.GET.get("period"))
+        context = self._context(
+            request, title=definition.title or definition.id, period_problem=problem,
+            definitions_url=reverse("admin:django_workflows_workflowinstance_definitions"),
+            **workflow_page_context(definition, period))
+        return TemplateResponse(request, "admin/django_workflows/workflow.html", context,
+                                status=400 if problem else 200)

@@ -20,6 +20,9 @@ from ..engine import Workflow
 from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
 from ..queries import LiveOperation, live_operations, marks_of
+from .events import told
+from .operations import error_now, progress_words, status_words, unit_of
+from .timeline import timeline_context
 
 EVENTS_PER_PAGE = 25
 LOG_LINES = 10
@@ -28,6 +31,11 @@ TASKS_SHOWN = 10  # the newest of an instance's tasks, on its page
 
 def change_url(instance_id: Any) -> str:
     return reverse("admin:django_workflows_workflowinstance_change", args=[instance_id])
+
+
+def workflow_url(workflow_id: str) -> str:
+    """The workflow's page (admin/workflow_page.py)."""
+    return reverse("admin:django_workflows_workflowinstance_workflow", args=[workflow_id])
 
 
 def diagram(definition: Workflow | None, instance: WorkflowInstance | None = None) -> str:
@@ -74,12 +82,16 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
         percent = None
         if progress is not None and progress.total:
             percent = max(0.0, min(100.0, 100.0 * progress.current / progress.total))
+        label, badge = status_words(op)  # admin/operations.py: the panel's words
         rows.append({
             "id": op.id, "title": op.title or op.id, "depth": depth, "indent": depth * 1.5,
             "step": op.step, "status": op.status, "attempt": op.attempt,
+            "status_label": label, "status_class": badge,
             "max_attempts": found.max_attempts if found else None,
             "progress": progress, "percent": percent, "logs": list(op.logs[-LOG_LINES:]),
-            "error": f"{op.error.name}: {op.error.message}" if op.error else "",
+            "progress_text": progress_words(op, unit_of(op.metadata) or unit_of(
+                found.metadata if found else None)),
+            "error": error_now(op),
             "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
             "outcome": outcome, "outcome_class": (outcome or "").replace(" ", "-"),
         })
@@ -106,9 +118,10 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
         "status_label": instance.get_status_display(), "revision": instance.revision,
         "current_step": instance.current_step, "errors": list(instance.snap.errors),
         "finished": instance.is_finished,
-        "operations": [{key: row[key] for key in ("id", "status", "attempt", "max_attempts",
+        "operations": [{key: row[key] for key in ("id", "status", "status_label",
+                                                   "status_class", "attempt", "max_attempts",
                                                    "percent", "logs", "error", "in_flight",
-                                                   "feedback", "outcome")}
+                                                   "feedback", "outcome", "progress_text")}
                        | {"progress": asdict(row["progress"]) if row["progress"] else None}
                        for row in operations],
         "parallel": _branches(instance),
@@ -116,7 +129,7 @@ def live_payload(instance: WorkflowInstance) -> dict[str, Any]:
 
 
 # The parts of the instance page that follow the instance (includes/<part>.html), in order.
-LIVE_PARTS = ("commands", "summary", "diagram", "tasks", "work", "state", "events")
+LIVE_PARTS = ("commands", "summary", "diagram", "timeline", "tasks", "work", "state", "events")
 PARTS_TEMPLATE = "admin/django_workflows/workflowinstance/includes/{}.html"
 
 
@@ -124,6 +137,16 @@ def live_parts(request: HttpRequest, context: dict[str, Any]) -> dict[str, str]:
     """The page's live parts drawn anew, as HTML, from one reading of the instance."""
     return {part: render_to_string(PARTS_TEMPLATE.format(part), context, request)
             for part in LIVE_PARTS}
+
+
+def live_timeline(request: HttpRequest, instance: WorkflowInstance) -> str | None:
+    """The timeline drawn up to now while work runs (its bars grow between revisions);
+    None when nothing runs, as nothing then moves but with a new revision."""
+    if not any(op.in_flight for op in instance.snap.operations) and \
+            not any(b.status == "running" for b in instance.snap.parallel):
+        return None
+    return render_to_string(PARTS_TEMPLATE.format("timeline"), timeline_context(instance),
+                            request)
 
 
 def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
@@ -138,10 +161,8 @@ def events_page(request: HttpRequest, instance: WorkflowInstance) -> Any:
               .select_related("actor").order_by("-sequence"))
     paginator = Paginator(events, EVENTS_PER_PAGE)
     page = paginator.get_page(request.GET.get("events_page"))
-    page.object_list = list(page.object_list)
-    event: Any  # given data_json, for the template
-    for event in page.object_list:
-        event.data_json = json.dumps(event.data, ensure_ascii=False) if event.data else ""
+    # Each given its sentence and its raw JSON (events.told: one query for attempt times).
+    page.object_list = told(list(page.object_list), instance.workflow, instance.pk)
     return page
 
 
@@ -173,9 +194,11 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
         "nested_url": change_url(instance.nested_id) if instance.nested_id else None,
         "parent_url": change_url(instance.parent_id) if instance.parent_id else None,
         "events": events_page(request, instance),
+        **timeline_context(instance),
         "state_json": json.dumps(instance.state, indent=2, ensure_ascii=False),
         "live_url": reverse("admin:django_workflows_workflowinstance_live", args=[instance.pk]),
         "definitions_url": reverse("admin:django_workflows_workflowinstance_definitions"),
+        "workflow_page_url": workflow_url(instance.workflow) if definition else None,
     }
 
 
@@ -203,6 +226,7 @@ def definitions_context() -> dict[str, Any]:
                    for status in ACTIVE_STATUSES],
         "active_total": sum(counts[d.id].values()),
         "instances_url": f"{changelist}?{urlencode({'workflow': d.id})}",
+        "page_url": workflow_url(d.id),
         "nested_in": nested_in.get(d.id, []),
         "diagram": diagram(d),
     } for d in definitions]}

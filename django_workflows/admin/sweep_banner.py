@@ -1,8 +1,8 @@
 """A warning on the admin's pages when work waits for a sweep and none ran lately.
 
 Without a sweep nothing times out, no retry delay ends and no lost work is
-recovered; the page says so (DESIGN.md section 5) instead of leaving instances
-stuck without a word.
+recovered; the page says so (as the system check W030 does at startup) instead of
+leaving instances stuck without a word.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.safestring import mark_safe
 
 from ..services.sweep import sweep_health
 
@@ -40,8 +41,6 @@ class SweepBanner:
             return
         text = sweep_warning()
         if text:
-            from django.utils.safestring import mark_safe
-
             messages.warning(request, mark_safe(text))  # our own text; no user input in it
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None

@@ -8,23 +8,26 @@ the instance's row lock whether the user is a candidate.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .. import engine, registry, services
+from .. import engine, inbox, registry, services
+from ..engine.shown import Shown
 from ..exceptions import Busy, NotAllowed, StaleRevision, WorkflowError, WorkflowNotMoved
-from ..models import TaskStatus, WorkflowTask
+from ..models import TaskStatus, WorkflowInstance, WorkflowTask
 from ..queries import form_of
 from ..services.access import acting_on_tasks, visible_tasks
-from .changelist import EstimatedCountPaginator
+from .changelist import EstimatedCountPaginator, as_typed, search_instances
 from .pages import change_url
 from .sweep_banner import SweepBanner
 from .task_forms import form_for, input_from
@@ -60,11 +63,15 @@ class ScopeFilter(admin.SimpleListFilter):
 
 @admin.register(WorkflowTask)
 class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
-    list_display = ("task_title", "workflow_title", "instance_link", "step", "due",
-                    "claimed_by", "status")
+    list_display = ("task_title", "workflow_title", "instance_link", "owner", "root_link",
+                    "step", "due", "claimed_by", "status")
     list_display_links = ("task_title",)
     list_filter = (ScopeFilter, "status", "overdue")
-    list_select_related = ("claimed_by", "instance")
+    list_select_related = ("claimed_by",)  # the instances: inbox.with_roots
+    search_fields = ("title",)  # the search box; get_search_results says what it finds
+    search_help_text = ("An instance's reference or id (its own, or its root's: alice's "
+                        "onboarding finds the tasks of its identity check), an owner's "
+                        "username or email, a workflow's title, or part of a task's title.")
     list_per_page = 50
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
@@ -85,7 +92,18 @@ class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
                 .order_by(*WorkflowTask.INBOX_ORDER)
         else:
             tasks = acting_on_tasks(user)
-        return tasks.defer("instance__state", "instance__snapshot", "input")
+        return inbox.with_roots(tasks).defer("input")
+
+    def get_search_results(self, request: HttpRequest, queryset: Any,
+                           search_term: str) -> tuple[Any, bool]:
+        """The tasks of the instances the instance list's search finds (by id, reference,
+        workflow or owner), and of the workflows nested in them, or with the term in their
+        title."""
+        term = as_typed(search_term)
+        if not term:
+            return queryset, False
+        matching = search_instances(WorkflowInstance.objects.all(), term).values("pk")
+        return queryset.filter(inbox.of_instances(matching) | Q(title__icontains=term)), False
 
     def get_ordering(self, request: HttpRequest) -> Any:
         return WorkflowTask.INBOX_ORDER  # overdue first, then the soonest due, then the oldest
@@ -119,6 +137,21 @@ class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
     def instance_link(self, task: WorkflowTask) -> str:
         return format_html('<a href="{}">{}</a>', change_url(task.instance_id),
                            task.instance.name)
+
+    @admin.display(description="owner")
+    def owner(self, task: WorkflowTask) -> str:
+        return inbox.owner_name(task.instance) or "—"
+
+    @admin.display(description="part of")
+    def root_link(self, task: WorkflowTask) -> str:
+        """The instance at the top: a child workflow's task is part of alice's onboarding."""
+        root = inbox.root_of(task.instance)
+        if root.pk == task.instance_id:
+            return "—"
+        definition = registry.find(root.workflow)
+        title = definition.title if definition and definition.title else root.workflow
+        return format_html('<a href="{}" class="dwf-task-root">{} {}</a>', change_url(root.pk),
+                           title, root.name)
 
     @admin.display(description="due")
     def due(self, task: WorkflowTask) -> str:
@@ -163,7 +196,9 @@ class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request), "opts": self.opts, "title": task.title,
             "task": task, "instance": instance, "instance_url": change_url(instance.pk),
+            "shows": [as_shown(line) for line in inbox.shown_for(task, instance, request.user)],
             "workflow_title": self.workflow_title(task),
+            "owner_name": inbox.owner_name(instance), "root_link": self.root_link(task),
             "form": form, "revision": instance.revision,
             "media": self.media + form.media if form is not None else self.media,
             "can": {name: verdict.allowed for name, verdict in found.items()},
@@ -202,6 +237,29 @@ class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
             return form is None
         self.message_user(request, f"{label}: done.", messages.SUCCESS)
         return True
+
+
+# A value longer than this (a whole object of the state) is cut on the page.
+LONGEST_SHOWN = 1000
+
+
+def as_shown(line: Shown) -> dict[str, Any]:
+    """A line the task page shows: its label, and its value as text (the template escapes
+    both); a link only for an http(s) URL."""
+    value = line.value
+    if value is None:
+        text = "—"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, str):
+        text = value
+    elif isinstance(value, int | float):
+        text = str(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    if len(text) > LONGEST_SHOWN:
+        text = text[:LONGEST_SHOWN] + "…"
+    return {"label": line.label, "text": text, "link": line.link, "problem": line.problem}
 
 
 def field_messages(error: WorkflowNotMoved) -> list[tuple[str | None, str]]:

@@ -3,9 +3,10 @@
 :func:`graph_of` gives the graph as JSON (the API returns it); the renderers
 draw it: :func:`to_svg` (inline in the admin, no script, no network),
 :func:`to_mermaid` and :func:`to_dot` (for ``workflows_graph``). Each takes
-optional ``marks``: step id -> ``"completed"``, ``"skipped"``, ``"current"``
-or ``"failed"``, drawn differently. :func:`layout` places the boxes and lines
-the SVG draws.
+optional ``marks``: step id -> ``"completed"``, ``"skipped"``, ``"current"``,
+``"waiting"`` (current, and waiting for a signal or a timer) or ``"failed"``, drawn
+differently; a step that waits says what for in its details. :func:`layout` places
+the boxes and lines the SVG draws.
 """
 
 from __future__ import annotations

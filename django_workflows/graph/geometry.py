@@ -6,6 +6,7 @@ on the right), order within a layer by barycenters, then coordinates.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import pairwise
@@ -22,8 +23,25 @@ MARGIN = 16
 LANE_GAP = 14
 CHAR_WIDTH = 7.0  # average width of a 12px sans-serif character
 DETAIL_CHAR_WIDTH = 6.0  # and of a 10px one, as the details under a title are drawn
-TITLE_CHARS = 30  # a longer title is clipped (the box's tooltip has it whole)
+TITLE_CHARS = 30  # the widest line of a title a box grows for; longer titles wrap
+TITLE_LINES = 3  # at most; a title longer still is clipped (the box's tooltip has it whole)
+TITLE_HEIGHT = 14  # each further line of a title
 DETAIL_CHARS = 40  # the widest line of details a box grows for; longer ones wrap
+CHIP_HEIGHT = 16  # a parallel branch's chip, or a count's badge, in a row of them
+CHIP_GAP = 5
+ROW_GAP = 8  # between rows of chips (room for a fork's and a join's bar)
+
+
+@dataclass
+class Chip:
+    """A small rounded label in a box: a parallel branch, or how many instances are there."""
+
+    text: str
+    width: float
+    kind: str = "branch"  # branch, or a status (running, failed...) for a count
+    x: float = 0.0  # left, from the box's left
+    undone: bool = False  # a branch with a compensation
+    title: str = ""
 
 
 @dataclass
@@ -33,12 +51,27 @@ class Box:
     width: float
     dummy: bool = False
     details: list[str] = field(default_factory=list)  # lines under the title
+    title_lines: list[str] = field(default_factory=list)
+    branches: list[list[Chip]] = field(default_factory=list)  # rows of chips
+    badges: list[list[Chip]] = field(default_factory=list)  # rows of counts
     x: float = 0.0  # left
     y: float = 0.0  # top
 
     @property
     def center(self) -> float:
         return self.x + self.width / 2
+
+
+def content_height(box: Box) -> float:
+    """The height of what a box holds: its title's lines, its details, its rows of chips."""
+    rows = len(box.branches) + len(box.badges)
+    return (14 + TITLE_HEIGHT * max(len(box.title_lines) - 1, 0) + LINE_HEIGHT * len(box.details)
+            + (CHIP_HEIGHT + ROW_GAP) * rows)
+
+
+def box_height(box: Box) -> float:
+    return max(NODE_HEIGHT + LINE_HEIGHT * max(len(box.details) - 1, 0),
+               content_height(box) + 20)
 
 
 @dataclass
@@ -102,14 +135,71 @@ def wrap_details(parts: list[str], width: float) -> list[str]:
     return lines
 
 
+def wrap_title(title: str, most: int = TITLE_CHARS) -> list[str]:
+    """A title in lines of at most ``most`` characters, broken between words (a word longer
+    than a line is cut), at most ``TITLE_LINES`` of them (the last ends with … if more)."""
+    lines: list[str] = []
+    for word in title.split() or [""]:
+        while len(word) > most:  # a word longer than a line: broken where it must be
+            if lines and not lines[-1]:
+                lines.pop()
+            lines.append(word[:most])
+            word = word[most:]
+        if lines and len(lines[-1]) + 1 + len(word) <= most:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    if len(lines) > TITLE_LINES:
+        last = " ".join(lines[TITLE_LINES - 1:])
+        lines = [*lines[: TITLE_LINES - 1], last[: most - 1] + "…"]
+    return lines
+
+
+def chip_rows(chips: Sequence[Chip], width: float) -> list[list[Chip]]:
+    """Chips in rows that fit ``width``, each row centred in it."""
+    rows: list[list[Chip]] = []
+    used = 0.0
+    for chip in chips:
+        if rows and used + CHIP_GAP + chip.width <= width - 16:
+            rows[-1].append(chip)
+            used += CHIP_GAP + chip.width
+        else:
+            rows.append([chip])
+            used = chip.width
+    for row in rows:
+        x = (width - sum(c.width for c in row) - CHIP_GAP * (len(row) - 1)) / 2
+        for chip in row:
+            chip.x, x = x, x + chip.width + CHIP_GAP
+    return rows
+
+
+def chip(text: str, kind: str = "branch", *, undone: bool = False, title: str = "") -> Chip:
+    return Chip(text, len(text) * DETAIL_CHAR_WIDTH + (22 if undone else 12), kind,
+                undone=undone, title=title)
+
+
+def _branch_chips(definition: Workflow, step_id: str) -> list[Chip]:
+    step = definition.steps_by_id[step_id]
+    return [chip(branch.id, undone=branch.compensate is not None,
+                 title=f"parallel branch {branch.id}" + (
+                     ", compensated on rollback" if branch.compensate is not None else ""))
+            for branch in step.branches]
+
+
 def _barycenter(name: str, neighbours: dict[str, list[str]], position: dict[str, int]
                 ) -> float:
     near = neighbours[name]
     return sum(position[o] for o in near) / len(near) if near else position[name]
 
 
-def layout(definition: Workflow) -> Layout:
-    """Where every step box and every transition line goes, top to bottom."""
+def layout(definition: Workflow,
+           badges: Mapping[str, Sequence[tuple[str, str, str]]] | None = None) -> Layout:
+    """Where every step box and every transition line goes, top to bottom.
+
+    ``badges``: step id -> ``(kind, text, title)`` chips to draw in its box under its work
+    (how many instances are there, by status: the workflow's page).
+    """
+    badges = badges or {}
     graph = graph_of(definition)
     order = [node["id"] for node in graph["nodes"]]
     titles = {node["id"]: node["title"] for node in graph["nodes"]}
@@ -129,15 +219,24 @@ def layout(definition: Workflow) -> Layout:
         if not changed:
             break
 
-    width = max([140.0, *(min(len(title), TITLE_CHARS) * CHAR_WIDTH + 28
-                          for title in titles.values()),
+    title_lines = {node: wrap_title(title) for node, title in titles.items()}
+    branch_chips = {node: _branch_chips(definition, node) for node in order}
+    badge_chips = {node: [chip(text, kind, title=title)
+                          for kind, text, title in badges.get(node, ())] for node in order}
+    width = max([140.0, *(len(line) * CHAR_WIDTH + 28
+                          for lines in title_lines.values() for line in lines),
                  *(min(len(part), DETAIL_CHARS) * DETAIL_CHAR_WIDTH + 24
-                   for parts in details.values() for part in parts)])
-    boxes = {node: Box(node, layer[node], width, details=wrap_details(details[node], width))
+                   for parts in details.values() for part in parts),
+                 *(c.width + 24 for chips in (*branch_chips.values(), *badge_chips.values())
+                   for c in chips)])
+    boxes = {node: Box(node, layer[node], width, details=wrap_details(details[node], width),
+                       title_lines=title_lines[node],
+                       branches=chip_rows(branch_chips[node], width),
+                       badges=chip_rows(badge_chips[node], width))
              for node in order}
-    # Every box is as tall as the one with the most lines of details: the layers stay even.
-    lines = max([len(box.details) for box in boxes.values()] or [1])
-    node_height = NODE_HEIGHT + LINE_HEIGHT * max(lines - 1, 0)
+    # Every box is as tall as the tallest (title, details, branches, counts): the layers
+    # stay even.
+    node_height = max([box_height(box) for box in boxes.values()] or [NODE_HEIGHT])
     # A transition that spans layers passes through a dummy box on each layer in between.
     chains: list[list[str]] = []
     for index, (source, target) in enumerate(forward):

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..engine import Transition, Workflow
 
-MARKS = ("completed", "skipped", "current", "failed")
+# "waiting": the current step, waiting for a signal or a timer.
+MARKS = ("completed", "skipped", "current", "waiting", "failed")
 
 
 def edge_label(transition: Transition) -> str | None:
@@ -30,6 +31,8 @@ def graph_of(definition: Workflow) -> dict[str, Any]:
             "operations": [op.id for op in step.operations],
             "parallel": [branch.id for branch in step.branches],
             "nested": nested, "timeout": step.timeout,
+            "wait": None if step.wait is None else {
+                "kind": step.wait.kind, "name": getattr(step.wait, "name", None)},
         })
     edges = [{"source": t.source, "target": t.target, "guarded": t.when is not None}
              for t in definition.transitions]
@@ -47,9 +50,22 @@ def marks_for(*, status: str, current_step: str | None, completed_steps: Iterabl
     return marks
 
 
+def wait_label(node: Mapping[str, Any]) -> str | None:
+    """What a step waits for, in a few words: ``⏳ signal payment-confirmed``, ``⏱ timer``."""
+    wait = node.get("wait")
+    if not wait:
+        return None
+    if wait["kind"] == "signal":
+        return f"⏳ signal {wait['name']}"
+    return f"⏱ {wait['kind']}"
+
+
 def details_of(node: Mapping[str, Any]) -> str:
     """A step's kind in a few words: ``auto · 2 operations · nested: child``."""
     parts = []
+    waits = wait_label(node)
+    if waits:
+        parts.append(waits)
     if node["advance"] == "auto":
         parts.append("auto")
     if node["conditional"]:

@@ -20,12 +20,11 @@
     node.textContent = label || status;
   }
 
-  function number(value) {
-    return Math.round(value * 100) / 100;
-  }
-
   function updateOperation(row, op) {
-    setBadge(row.querySelector(".dwf-op-status"), op.status);
+    // The server's words: "running" for an attempt after the first, with its number beside.
+    var badge = row.querySelector(".dwf-op-status");
+    setBadge(badge, op.status_class || op.status, op.status_label);
+    if (badge) { badge.setAttribute("data-status", op.status); }
     text(row.querySelector(".dwf-op-attempt"), op.attempt + (op.max_attempts ? " of " + op.max_attempts : ""));
     // In flight: shown by its feedback phase, a bar only while that says so (with a value
     // once it has one). Finished: its outcome, and no bar.
@@ -47,14 +46,7 @@
       shown.className = "dwf-outcome dwf-outcome-" + outcome.replace(/ /g, "-");
       shown.textContent = outcome;
     }
-    var progress = op.progress;
-    var words = "";
-    if (progress) {
-      words = String(number(progress.current));
-      if (progress.total) { words += " / " + number(progress.total); }
-      if (progress.message) { words += " · " + progress.message; }
-    }
-    text(row.querySelector(".dwf-progress-text"), words);
+    text(row.querySelector(".dwf-progress-text"), op.progress_text || "");
     text(row.querySelector(".dwf-logs"), (op.logs || []).join("\n"));
     text(row.querySelector(".dwf-op-error"), op.error || "");
   }
@@ -128,6 +120,10 @@
             root.setAttribute("data-finished", data.finished ? "true" : "false");
           }
           if (notice) { notice.hidden = true; }
+          if (data.timeline && !data.parts) {  // work runs: its bars grow up to now
+            var timeline = root.querySelector('[data-dwf-part="timeline"]');
+            if (timeline) { timeline.innerHTML = data.timeline; }
+          }
           updateInPlace(root, data);
           if (data.finished) { return; }
           window.setTimeout(poll, interval);
