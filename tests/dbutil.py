@@ -174,3 +174,29 @@ def instance_locked_elsewhere(pk: Any, *, seconds: float = 30.0) -> Iterator[Hol
         release.set()
         thread.join(30)
         assert not thread.is_alive(), "the other connection never let go"
+
+
+def spelled_out(sql: str, params: Any = None) -> str | None:
+    """A statement the connection ran, as the SQL it runs: the ``EXECUTE`` of a prepared
+    statement (PostgreSQL) becomes the statement it names, with its values in place of its
+    placeholders; None for a ``PREPARE``, which a connection sends once, not per command.
+    Several statements sent at once stay joined by ``; ``."""
+    from django_workflows.services.sql import statements
+
+    if sql.startswith("PREPARE "):
+        return None
+    prepared = getattr(statements(), "prepared", None)
+    if prepared is None or "EXECUTE dwf_" not in sql:
+        return sql
+    by_name = {name: text for text, name in prepared.names.items()}
+    values = iter(params or ())
+    parts = []
+    for part in sql.split("; "):
+        pieces = by_name[part.split(" ", 1)[1].split("(", 1)[0]].split("%s")
+        parts.append(pieces[0] + "".join(_literal(next(values)) + piece
+                                         for piece in pieces[1:]))
+    return "; ".join(parts)
+
+
+def _literal(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else str(value)

@@ -88,6 +88,9 @@ class Process:
     def log(self) -> str:
         return self.log_path.read_text()
 
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the whole process group (the cluster's workers too)."""
         with suppress(ProcessLookupError):

@@ -146,10 +146,29 @@ if importlib.util.find_spec("django_q") is not None:
         **({"redis": {"host": "127.0.0.1", "port": 6379,
                       "db": int(os.environ.get("DWF_REDIS_DB", "5"))}}
            if _broker == "redis" else {"orm": "default"}),
-        # orm-listen: the ORM broker woken by NOTIFY (django_workflows/runners/listen_broker.py)
-        **({"broker_class": "django_workflows.runners.listen_broker.ListenORM"}
+        # orm-listen: the ORM broker woken by NOTIFY (runners/django_q/listen_broker.py)
+        **({"broker_class": "django_workflows.runners.django_q.listen_broker.ListenORM"}
            if _broker == "orm-listen" else {}),
     }
+
+# Django's Tasks framework with the database backend ("default") and RQ ("rq"), when the
+# tasks extra is installed: the Tasks runner's tests start `db_worker` and `rqworker`
+# (tests/tasks_workers.py). One queue per test run (inherited by the children): Redis is
+# shared by every run on the machine.
+TASKS_INSTALLED = importlib.util.find_spec("django_tasks_db") is not None
+if TASKS_INSTALLED:
+    if django.VERSION < (6, 0):
+        INSTALLED_APPS.append("django_tasks")  # the backport of django.tasks
+    INSTALLED_APPS += ["django_tasks_db", "django_rq", "django_tasks_rq"]
+    _tasks_queue = os.environ.setdefault("DWF_TASKS_QUEUE", f"dwf-tasks-{os.getpid()}")
+    TASKS = {
+        "default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": [_tasks_queue]},
+        "rq": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": [_tasks_queue]},
+    }
+    RQ_QUEUES = {_tasks_queue: {"HOST": "127.0.0.1", "PORT": 6379,
+                                "DB": int(os.environ.get("DWF_RQ_DB", "9")),
+                                "DEFAULT_TIMEOUT": 300}}
+    RQ = {"JOB_CLASS": "django_tasks_rq.Job"}
 
 # The REST API, when the [api] extra is installed (tests/urls.py mounts it at /api/).
 if importlib.util.find_spec("rest_framework") is not None:
@@ -176,6 +195,9 @@ DJANGO_WORKFLOWS = {
     "SWEEP_INTERVAL": float(os.environ.get("DWF_SWEEP_INTERVAL", "5")),
     "REDISPATCH_AFTER": float(os.environ.get("DWF_REDISPATCH_AFTER", "120")),
     "SWEEP_IN_WORKERS": os.environ.get("DWF_SWEEP_IN_WORKERS", "1") == "1",
+    # The Tasks runner (when a test or a child chooses it): this run's queue.
+    **({"TASKS_BACKEND": os.environ.get("DWF_TASKS_BACKEND", "default"),
+        "TASKS_QUEUE": os.environ["DWF_TASKS_QUEUE"]} if TASKS_INSTALLED else {}),
 }
 
 # Threads and subprocesses in tests open connections on purpose.

@@ -5,21 +5,24 @@ block says what it is in its first line, and the test does with it what a reader
 
 * a ``sh`` block's lines are run; ``pip install`` is checked instead (the extras it names
   must be installed in this interpreter, which the project uses), ``qcluster`` and
-  ``runserver`` are started and left running (the server on a free port, not 8000), and
-  ``createsuperuser`` is answered through its ``DJANGO_SUPERUSER_*`` variables;
+  ``runserver`` are started and left running (the server on a free port, not 8000),
+  ``db_worker`` (the Tasks framework's section) is started in the place of the ``qcluster``,
+  which the page says to stop first, and ``createsuperuser`` is answered through its
+  ``DJANGO_SUPERUSER_*`` variables;
 * ``# path`` writes that file, ``# path (add to the end)`` appends to it, and
   ``# python manage.py shell`` is typed into the shell;
-* an ``http`` request is sent to the server as the superuser (HTTP Basic), and the ``json``
+* an ``http`` request is sent to the server as the superuser, with the token
+  ``drf_create_token`` printed, and the ``json``
   block after it is the part of the answer that must come back: a ``GET`` is asked again
   until it does (the worker runs meanwhile), any other request must answer it at once.
 
-Real processes throughout: ``django-admin startproject``, ``migrate``, a ``qcluster`` and a
-``runserver``, with this test run's interpreter, stopped in the end whatever happened.
+Real processes throughout: ``django-admin startproject``, ``migrate``, a ``qcluster``, a
+``runserver`` and a ``db_worker``, with this test run's interpreter, stopped in the end
+whatever happened.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import http.cookiejar
 import importlib.metadata
@@ -104,6 +107,7 @@ class Newcomer:
         self.background: list[tuple[subprocess.Popen, Path, bool]] = []
         self.url = ""
         self.id = ""  # the instance the HTTP requests are about
+        self.token = ""  # the superuser's API token, once the page has made it
         self.did: list[str] = []
 
     # -- the terminal ------------------------------------------------------------------------
@@ -130,9 +134,12 @@ class Newcomer:
         return "".join(f"\n--- {log.name} ---\n{log.read_text(errors='replace')[-3000:]}"
                        for _, log, _ in self.background)
 
-    def stop(self) -> None:
-        """Stop every background process, its children included; no orphan left."""
-        for process, _, stops_its_children in self.background:
+    def stop(self, which: str | None = None) -> None:
+        """Stop every background process (or those whose command ends with ``which``), its
+        children included; no orphan left."""
+        stopping = [entry for entry in self.background
+                    if which is None or entry[0].args.endswith(which)]
+        for process, _, stops_its_children in stopping:
             # qcluster stops its workers itself; signalled with them, its sentinel dies first
             # and it waits for ever. The server's autoreloader leaves its child behind.
             if stops_its_children:
@@ -141,11 +148,13 @@ class Newcomer:
             else:
                 with_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + 15
-        for process, _, _ in self.background:
+        for process, _, _ in stopping:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=max(deadline - time.monotonic(), 0.1))
             with_group(process.pid, signal.SIGKILL)  # what is left of its group
             process.wait(timeout=10)
+        if which is not None:  # stopped as the page says: not a process that died
+            self.background = [entry for entry in self.background if entry not in stopping]
 
     # -- what a block asks for ----------------------------------------------------------------
 
@@ -164,12 +173,21 @@ class Newcomer:
         elif words[-1] == "qcluster":
             self.start(command, stops_its_children=True)
             self.did.append("qcluster")
+        elif words[-1] == "db_worker":
+            assert "qcluster" in self.did, "db_worker in the place of which qcluster?"
+            self.stop("qcluster")  # "Stop the qcluster (Ctrl-C in its terminal)"
+            self.start(command)
+            self.did.append("db_worker")
         elif words[-1] == "runserver":
             port = free_port()
             self.start(f"{command} 127.0.0.1:{port}")
             self.url = f"http://127.0.0.1:{port}"
             self.wait_for(lambda: self.answers("/admin/login/"), "the server did not answer")
             self.did.append("runserver")
+        elif "drf_create_token" in words:
+            printed = self.run(command)
+            self.token = re.fullmatch(r"Generated token (\w+) for user \w+\n", printed)[1]
+            self.did.append("drf_create_token")
         elif words[-1] == "createsuperuser":
             self.run(f"{command} --noinput", env=SUPERUSER)
             self.did.append("createsuperuser")
@@ -221,11 +239,10 @@ class Newcomer:
 
     def call(self, method: str, path: str, headers: dict[str, str], body: str = ""
              ) -> tuple[int, Any]:
-        user = f"{SUPERUSER['DJANGO_SUPERUSER_USERNAME']}:{SUPERUSER['DJANGO_SUPERUSER_PASSWORD']}"
+        assert self.token, "the page sends a request before it makes a token"
         request = urllib.request.Request(self.url + path, method=method,
                                          data=body.encode() if body else None, headers={
-            **headers, "Accept": "application/json",
-            "Authorization": "Basic " + base64.b64encode(user.encode()).decode()})
+            **headers, "Accept": "application/json", "Authorization": f"Token {self.token}"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, json.load(response)
@@ -310,8 +327,15 @@ def test_a_newcomer_follows_the_quickstart_to_the_letter(tmp_path):
 
     assert newcomer.did[:3] == ["pip install [api,q2]", "django-admin",
                                 "manage.py startapp"]
-    for step in ("manage.py migrate", "qcluster", "createsuperuser", "runserver",
-                 "POST /api/instances/", "GET /api/instances/<id>/", "pip install [pytest]",
-                 "pytest"):
+    for step in ("manage.py migrate", "qcluster", "createsuperuser", "drf_create_token",
+                 "runserver",
+                 "POST /api/instances/", "GET /api/instances/<id>/", "POST /api/signals/",
+                 "pip install [pytest]", "pytest", "pip install [tasks]", "db_worker"):
         assert step in newcomer.did, f"the page no longer says to do {step}: {newcomer.did}"
     assert newcomer.did.count("POST /api/instances/<id>/next/") == 3
+    # The Tasks section's operation ran as a Task of the database backend, in db_worker
+    # (the qcluster was stopped before it was handed out).
+    ran = newcomer.run("python manage.py shell -c \"from django_tasks_db.models import "
+                       "DBTaskResult; print(DBTaskResult.objects.filter(task_path__endswith="
+                       "'.run_attempt', status='SUCCESSFUL').count())\"")
+    assert ran.split()[-1] == "1", f"db_worker ran {ran.split()[-1]} attempts"

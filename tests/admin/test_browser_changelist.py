@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from django_workflows import services
 from django_workflows.models import Attempt, SweepLease
+from django_workflows.runners.sweeper import Sweeper
 from django_workflows.services.sweep import LEASE
-from django_workflows.sweeper import Sweeper
 
 from .conftest import changelist_url, screenshot
 
@@ -54,6 +54,22 @@ def test_the_short_id_the_list_shows_finds_that_instance(page):
     assert shown == f"{str(instances[1].pk)[:8]}…"
 
     search(page, shown.rstrip("…"))
+
+    assert listed(page) == [str(instances[1].pk)]
+
+
+def test_the_short_id_pasted_with_its_ellipsis_finds_that_instance(page):
+    instances = [services.create("wizard") for _ in range(3)]
+    page.goto(changelist_url())
+    shown = page.inner_text(f'#result_list .dwf-id[title="{instances[1].pk}"]')
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.evaluate("text => navigator.clipboard.writeText(text)", f" {shown} ")
+
+    page.click("#searchbar")
+    page.keyboard.press("Control+V")  # pasted as copied from the row: "cdd56d7d…"
+    assert page.input_value("#searchbar") == f" {shown} "
+    page.press("#searchbar", "Enter")
+    page.wait_for_load_state()
 
     assert listed(page) == [str(instances[1].pk)]
 

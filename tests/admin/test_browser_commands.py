@@ -41,9 +41,10 @@ def test_an_instance_at_work_offers_neither_next_nor_back_nor_retry(page, no_wor
     page.goto(instance_url(instance))
 
     assert page.inner_text("#dwf-status") == "Running"
-    assert offered(page) == ["Skip", "Validate", "Cancel"]
+    assert offered(page) == ["Skip", "Validate", "Pause", "Cancel"]
     reasons = why_not(page)
-    assert set(reasons) == {"start", "next", "back", "retry", "rollback"}
+    assert set(reasons) == {"start", "next", "back", "retry", "rollback", "resume", "rewind"}
+    assert reasons["resume"] == 'Resume: Workflow "admin-slow" is not paused (status "running")'
     assert reasons["next"] == 'Next: Workflow step "crunch" still has work in progress'
     assert reasons["back"] == 'Back: Workflow "admin-slow" has no previous step'
     screenshot(page, "commands-of-an-instance-at-work")

@@ -4,6 +4,7 @@ phone. Measured in a real browser, in CSS pixels."""
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from django_workflows import services
 from tests.factories import UserFactory
@@ -69,3 +70,23 @@ def test_diagram_text_stays_inside_its_boxes(page):
                                        "labels => labels.map(l => l.textContent)")
     assert labels == ["is_rejected", "approved by an operator"]
     screenshot(page, "diagram-labels", full_page=False)
+
+
+@pytest.mark.parametrize("width", [1024, 1400])
+def test_the_definitions_page_keeps_the_sidebar_beside_its_table_which_scrolls_in_its_box(
+        page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+
+    page.goto(reverse("admin:django_workflows_workflowinstance_definitions"))
+
+    sidebar, table = page.locator("#nav-sidebar").bounding_box(), \
+        page.locator("#dwf-definitions").bounding_box()
+    assert sidebar["x"] + sidebar["width"] <= table["x"]  # beside it, not below
+    assert sidebar["y"] < table["y"] < sidebar["y"] + 100
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+    holder = page.locator("#dwf-definitions").evaluate("""table => {
+        const box = table.parentElement.getBoundingClientRect();
+        return {right: box.right, scrolls: getComputedStyle(table.parentElement).overflowX};
+    }""")
+    assert holder["right"] <= width and holder["scrolls"] == "auto"
+    screenshot(page, f"definitions-at-{width}px", full_page=False)

@@ -477,6 +477,44 @@ def test_the_search_finds_an_instance_by_the_short_id_the_list_shows(root_client
     assert listed(response) == [str(instance.pk)]
 
 
+@pytest.mark.parametrize("pasted", ["{short}…", "  {short}…  ", "{short}...", "{short} … "])
+def test_the_short_id_pasted_with_its_ellipsis_finds_that_instance(root_client, pasted):
+    instance = WorkflowInstanceFactory()
+    WorkflowInstanceFactory()
+
+    response = root_client.get(changelist_url(),
+                               {"q": pasted.format(short=str(instance.pk)[:8])})
+
+    assert listed(response) == [str(instance.pk)]
+
+
+@pytest.mark.parametrize("term", ["Expense claim", "expense CLAIM", "xpense cl"])
+def test_a_workflows_title_or_part_of_it_finds_its_instances_in_any_case(root_client, term):
+    claim = WorkflowInstanceFactory(workflow="admin-claim")
+    WorkflowInstanceFactory(workflow="wizard")
+
+    assert listed(root_client.get(changelist_url(), {"q": term})) == [str(claim.pk)]
+
+
+def test_the_search_by_title_asks_for_the_workflow_ids_not_a_match_in_the_table(root_client):
+    WorkflowInstanceFactory(workflow="admin-claim")
+
+    with CaptureQueriesContext(connection) as queries:
+        root_client.get(changelist_url(), {"q": "Expense claim"})
+
+    column = column_sql(WorkflowInstance, "workflow")
+    searched = [q["sql"] for q in queries if "admin-claim" in q["sql"]]
+    assert searched and all(f"{column} IN (" in sql for sql in searched)
+    assert not [q["sql"] for q in queries if f"{column} LIKE" in q["sql"]]
+
+
+def test_the_search_box_says_what_it_finds(root_client):
+    help_text = root_client.get(changelist_url()).content.decode()
+
+    assert "as the list shows it (paste it, ellipsis and all)" in help_text
+    assert "part of a workflow&#x27;s title" in help_text
+
+
 def test_a_rolled_back_instance_says_so_until_it_starts_again(root_client):
     instance = WorkflowInstanceFactory(workflow="long-manual", started=True, commands=["next"])
     with TestCase.captureOnCommitCallbacks(execute=True):

@@ -123,9 +123,9 @@ def test_cancel_cancels_the_instance(root_client):
 
 def test_cancel_records_the_reason_typed_beside_the_button(root_client):
     instance = WorkflowInstanceFactory(started=True)
-    assert 'name="reason"' in root_client.get(instance_url(instance)).content.decode()
+    assert 'name="cancel-reason"' in root_client.get(instance_url(instance)).content.decode()
 
-    act(root_client, instance, "cancel", reason="  The customer called  ")
+    act(root_client, instance, "cancel", **{"cancel-reason": "  The customer called  "})
 
     event = WorkflowEvent.objects.get(instance=instance, type="cancel")
     assert event.data == {"reason": "The customer called"}
@@ -136,7 +136,7 @@ def test_a_queued_operation_is_skipped_from_its_row(root_client):
     content = root_client.get(instance_url(instance)).content.decode()
     assert 'value="skip_operation"' in content
 
-    act(root_client, instance, "skip_operation", operation="count")
+    act(root_client, instance, "skip_operation", **{"skip_operation-operation": "count"})
 
     row = reload(instance)
     assert [(op["id"], op["status"]) for op in row.operations] == [("count", "skipped")]

@@ -13,7 +13,7 @@ from django_workflows import clock, services
 from django_workflows.admin.pages import events_page
 from django_workflows.engine import Progress
 from django_workflows.models import Attempt, WorkflowInstance
-from django_workflows.worker import DatabaseSink, run_attempt
+from django_workflows.runners.worker import DatabaseSink, run_attempt
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import instance_url, logged_in
@@ -300,7 +300,8 @@ def test_page_offers_the_commands_that_apply_to_an_idle_instance(operator):
     content = page(logged_in(operator), WorkflowInstanceFactory())
 
     assert buttons_of(content) == ["start", "cancel"]
-    assert set(why_not(content)) == {"next", "back", "skip", "validate", "retry", "rollback"}
+    assert set(why_not(content)) == {"next", "back", "rewind", "skip", "validate", "retry",
+                                     "pause", "resume", "rollback"}
     assert why_not(content)["retry"] == 'Retry: Workflow "wizard" is not failed or blocked ' \
                                         '(status "idle")'
 
@@ -309,8 +310,9 @@ def test_page_offers_the_commands_that_apply_to_a_running_instance(operator):
     content = page(logged_in(operator), WorkflowInstanceFactory(
         workflow="long-manual", started=True, commands=["next"]))
 
-    assert buttons_of(content) == ["next", "back", "skip", "validate", "cancel", "rollback"]
-    assert set(why_not(content)) == {"start", "retry"}
+    assert buttons_of(content) == ["next", "back", "rewind", "skip", "validate", "pause",
+                                   "cancel", "rollback"]
+    assert set(why_not(content)) == {"start", "retry", "resume"}
 
 
 def test_page_asks_before_cancel_and_rollback(operator):
@@ -334,8 +336,8 @@ def test_page_offers_nothing_the_definitions_rule_refuses_and_says_why(clerk):
 
     assert buttons_of(content) == []
     reasons = why_not(content)
-    assert list(reasons) == ["start", "next", "back", "skip", "validate", "retry", "cancel",
-                             "rollback"]
+    assert list(reasons) == ["start", "next", "back", "rewind", "skip", "validate", "retry",
+                             "pause", "resume", "cancel", "rollback"]
     assert 'does not allow you to next this instance' in reasons["next"]
     assert 'id="dwf-state-form"' not in content
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django_workflows import services
 from django_workflows.engine import Progress
 from django_workflows.models import WorkflowInstance
-from django_workflows.worker import DatabaseSink
+from django_workflows.runners.worker import DatabaseSink
 from tests.factories import WorkflowInstanceFactory
 
 from .conftest import logged_in
@@ -98,13 +98,31 @@ def test_live_view_at_the_pages_revision_sends_no_parts(root_client):
     assert "parts" not in data
 
 
+def test_live_view_at_the_pages_revision_while_work_runs_sends_the_timeline_up_to_now(
+        root_client):
+    instance = running_count()
+
+    data = root_client.get(live_url(instance.pk), {"revision": instance.revision}).json()
+
+    assert 'data-lane="operation:count"' in data["timeline"]
+    assert "so far)" in data["timeline"]  # the running attempt's bar ends now
+
+
+def test_live_view_of_an_instance_with_nothing_running_sends_no_timeline(root_client):
+    instance = services.create("wizard", start=True)
+
+    data = root_client.get(live_url(instance.pk), {"revision": instance.revision}).json()
+
+    assert "timeline" not in data and "parts" not in data
+
+
 def test_live_view_behind_the_pages_revision_sends_every_part_drawn_anew(root_client):
     instance = running_count()
 
     data = root_client.get(live_url(instance.pk), {"revision": instance.revision - 1}).json()
 
-    assert list(data["parts"]) == ["commands", "summary", "diagram", "tasks", "work", "state",
-                                   "events"]
+    assert list(data["parts"]) == ["commands", "summary", "diagram", "timeline", "tasks", "work",
+                                   "state", "events"]
     assert 'id="dwf-status" class="dwf-badge dwf-status-running"' in data["parts"]["summary"]
     assert 'data-operation="count"' in data["parts"]["work"]
     assert 'name="csrfmiddlewaretoken"' in data["parts"]["commands"]  # its forms still post
@@ -129,6 +147,7 @@ def test_live_parts_of_a_finished_payment_are_all_current(root_client,
     assert 'data-outcome="succeeded"' in parts["work"]
     assert 'value="cancel"' not in parts["commands"]
     assert f'<span id="dwf-events-count">{instance.last_event}</span>' in parts["events"]
+    assert 'data-lane="operation:pay"' in parts["timeline"]
 
 
 def test_live_view_of_a_viewer_draws_no_commands(viewer):

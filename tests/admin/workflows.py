@@ -12,6 +12,11 @@
   completes on its own once the payment succeeded.
 * ``admin-claim``: an expense claim whose exit guard refuses a cancel, with its reason,
   once the claim was paid out (a ``Note`` says so: no command of the instance's).
+* ``admin-charge``: a card charge with retries and no delay, whose progress counts
+  seconds (``metadata={"unit": "s"}``); its tests drive the attempts by hand.
+* ``admin-shop-order``: an order as the docs' screenshots show it: its charge fails with a 503
+  once and is tried again after a second, a manager decides it, two branches prepare it.
+* ``admin-undated``: a single task with no due date.
 * ``admin-review``: a check whose diagram has long details under a title and conditional
   transitions, one with a label and one named by its guard (for the diagram only).
 """
@@ -20,8 +25,9 @@ from __future__ import annotations
 
 import time
 
-from django_workflows import Operation, Step, Transition, Workflow
+from django_workflows import Branch, Operation, Step, Task, Transition, Workflow
 from tests.testapp.models import Note
+from tests.testapp.workflows import DECISION_FORM
 
 
 def _download(ctx):
@@ -140,4 +146,52 @@ review = Workflow(
 )
 
 
-ALL = (fragile, slow, guarded, undo, broken_rule, payment, claim, review)
+charge = Workflow(
+    id="admin-charge", version=1, title="Charge an order",
+    steps=[Step("charge", title="Charge the card", advance="auto",
+                operations=[Operation("charge-card", title="Charge the card", run=_count,
+                                      retries=3, metadata={"unit": "s"})]),
+           Step("ship", title="Ship it")],
+    transitions=[Transition("charge", "ship")],
+)
+
+
+def _charge_once_unavailable(ctx):
+    for tick in range(1, 5):
+        ctx.progress(tick * 0.3, 1.2, "The provider answers")
+        time.sleep(0.3)
+    if ctx.attempt == 1:
+        raise RuntimeError("Payment provider unavailable (503)")
+    return {"charge": "ch_1"}
+
+
+def _prepare(ctx):
+    time.sleep(0.4)
+
+
+order = Workflow(
+    id="admin-shop-order", version=1, title="An order",
+    steps=[Step("charge", title="Charge the card", advance="auto",
+                operations=[Operation("charge-card", title="Charge the card",
+                                      run=_charge_once_unavailable, retries=2, retry_delay=1,
+                                      metadata={"unit": "s"})]),
+           Step("approve", title="A manager approves",
+                task=Task(DECISION_FORM, candidates=["group:managers"])),
+           Step("prepare", title="Prepare the parcel", advance="auto",
+                parallel=[Branch("pick", run=_prepare), Branch("label", run=_prepare)]),
+           Step("ship", title="Ship it")],
+    transitions=[Transition("charge", "approve"), Transition("approve", "prepare"),
+                 Transition("prepare", "ship")],
+)
+
+
+# A task with no due date: the page says so with nothing after its name.
+undated = Workflow(
+    id="admin-undated", version=1, title="A decision without a due date",
+    steps=[Step("decide", title="Decide", task=Task(DECISION_FORM,
+                                                    candidates=["group:managers"]))],
+)
+
+
+ALL = (fragile, slow, guarded, undo, broken_rule, payment, claim, review, charge, order,
+       undated)

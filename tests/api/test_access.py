@@ -20,7 +20,7 @@ from tests.factories import UserFactory, WorkflowInstanceFactory
 
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 
-READS = ["", "events"]  # detail and the event log
+READS = ["", "events", "tasks"]  # detail, the event log and the tasks
 
 
 def listed(client) -> set[str]:

@@ -35,6 +35,8 @@ client.force_login(get_user_model().objects.create_user("visitor"))
 docs = client.get("/api/docs/")
 assets = re.findall(r'(?:src|href)="([^"]+)"', docs.content.decode())
 schema = client.get("/api/schema/", {"format": "json"})
+operator = Client()
+operator.force_login(get_user_model().objects.create_superuser("operator"))
 print(json.dumps({
     "docs": docs.status_code,
     "assets": {a: bool(a.startswith("/static/") and finders.find(a[len("/static/"):]))
@@ -47,6 +49,8 @@ print(json.dumps({
     "anonymous": [Client().get("/api/instances/").status_code,
                   Client().get("/api/instances/").get("WWW-Authenticate")],
     "unknown": [client.get("/api/nope/").status_code, client.get("/api/nope/")["Content-Type"]],
+    "metrics": [Client().get("/metrics").status_code, client.get("/metrics").status_code],
+    "metrics for an operator": operator.get("/metrics").content.decode(),
 }))
 """
 
@@ -83,10 +87,18 @@ def test_the_example_refuses_the_schema_to_anonymous_users_as_json(example):
     assert example["anonymous schema"] == [401, "application/json", "not_authenticated"]
 
 
-def test_the_example_asks_anonymous_users_for_basic_credentials(example):
-    # Session authentication comes first; HTTP Basic, after it, names the challenge.
-    assert example["anonymous"] == [401, 'Basic realm="api"']
+def test_the_example_asks_anonymous_users_for_a_token(example):
+    # Session authentication comes first and names no challenge; the token, after it, does
+    # (the README's scripts send one; HTTP Basic stays accepted, last, for curl -u).
+    assert example["anonymous"] == [401, "Token"]
 
 
 def test_unknown_urls_under_the_example_s_api_answer_json(example):
     assert example["unknown"] == [404, "application/json"]
+
+
+def test_the_example_serves_metrics_to_operators_not_to_anyone(example):
+    # The test extra has prometheus-client: the example mounts /metrics. The visitor is
+    # signed in but may not view instances.
+    assert example["metrics"] == [401, 403]
+    assert "django_workflows_instances" in example["metrics for an operator"]

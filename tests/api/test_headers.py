@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows import services
+from django_workflows import engine, services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
 from django_workflows.services import COMMAND_NAMES
 from tests.api.conftest import url
@@ -46,8 +46,10 @@ def test_if_match_star_matches_any_revision(api, make_instance):
 def test_a_stale_if_match_answers_412_and_changes_nothing(api, make_instance, command):
     instance = make_instance(workflow="long-manual", started=True, commands=["next"])
     before = saved(instance)
+    body = {taken.name: "s0" for taken in engine.COMMANDS[command].inputs() if taken.required}
 
-    response = api.post(url(instance, command), HTTP_IF_MATCH=f'"{instance.revision - 1}"')
+    response = api.post(url(instance, command), body, format="json",
+                        HTTP_IF_MATCH=f'"{instance.revision - 1}"')
 
     assert response.status_code == 412
     assert response.json()["code"] == "stale_revision"

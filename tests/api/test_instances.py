@@ -11,7 +11,7 @@ import pytest
 from django_workflows import services
 from django_workflows.engine import Progress
 from django_workflows.models import WorkflowInstance
-from django_workflows.worker import DatabaseSink
+from django_workflows.runners.worker import DatabaseSink
 from tests.api.conftest import url
 
 pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 CONTRACT_FIELDS = {
     "id", "workflow", "version", "status", "state", "current_step", "completed_steps",
     "skipped_steps", "history", "errors", "operations", "parallel", "nested", "revision",
-    "created_at", "updated_at", "started_at", "completed_at", "reference", "actions",
+    "created_at", "updated_at", "started_at", "completed_at", "reference", "waiting", "actions",
+    "paused", "rolled_back",
 }
 
 

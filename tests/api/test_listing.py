@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_workflows import services
 from django_workflows.engine import Progress
 from django_workflows.models import WorkflowEvent, WorkflowInstance
-from django_workflows.worker import DatabaseSink
+from django_workflows.runners.worker import DatabaseSink
 from tests.api.conftest import url
 from tests.factories import UserFactory
 

@@ -11,7 +11,9 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from django_workflows.services.statements import statements
+from django_workflows.services.sql import statements
+from django_workflows.services.sql.postgresql import PsycopgClientBinding
+from tests import dbutil
 from tests.factories import UserFactory, WorkflowInstanceFactory
 
 from .conftest import url
@@ -26,7 +28,9 @@ class Statements:
         self.sql: list[str] = []
 
     def __call__(self, execute, sql, params, many, context):
-        self.sql.append(sql)
+        said = dbutil.spelled_out(sql, params)
+        if said is not None:
+            self.sql.append(said)
         return execute(sql, params, many, context)
 
     def mark_commits(self, monkeypatch) -> None:
@@ -105,7 +109,7 @@ def test_the_update_and_the_events_go_in_one_round_trip_where_the_database_allow
         assert client.post(url(instance, "next")).status_code == 200
 
     # PostgreSQL with client-side binding (psycopg 3's default) takes several at once.
-    together = statements().several_at_once
+    together = isinstance(statements(), PsycopgClientBinding)
     assert len(seen.under_lock()) == (2 if together else 3)
     assert together == (connection.vendor == "postgresql")
 
@@ -178,9 +182,7 @@ def test_a_worker_records_its_result_on_the_instance_its_claim_read_in_one_state
     finishing.mark_commits(monkeypatch)
 
     with connection.execute_wrapper(finishing):
-        assert services.finish_attempt(token, AttemptOutcome(ok=True, value="ok"),
-                                       instance_id=str(instance.pk), claimed_at=claimed.at,
-                                       read=claimed.row)
+        assert services.finish_claimed(claimed, AttemptOutcome(ok=True, value="ok"))
 
     if connection.vendor == "postgresql":
         (statement,) = finishing.sql

@@ -105,13 +105,62 @@ def test_two_merge_patches_of_different_keys_keep_both(api, make_instance):
     assert stored_state(instance) == {"a": 1, "b": 2}
 
 
-def test_a_merge_patch_without_state_changes_no_key(api, make_instance):
+def test_the_empty_merge_patch_changes_no_key_and_is_recorded_as_a_state_update(
+        api, make_instance):
     instance = make_instance(started=True, state={"email": "ann@example.com", "plan": None})
 
     response = patch(api, instance, {})
 
     assert response.status_code == 200
     assert stored_state(instance) == {"email": "ann@example.com", "plan": None}
+    assert response.json()["revision"] == instance.revision + 1
+    assert instance.events.order_by("sequence").last().type == "state-update"
+
+
+def test_a_merge_patch_of_keys_not_inside_state_answers_400_saying_what_the_body_is(
+        api, make_instance):
+    instance = make_instance(started=True, state={"email": "ann@example.com", "plan": None})
+
+    response = patch(api, instance, {"plan": "pro"})
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "invalid"
+    assert body["detail"] == ('The body of a state update is {"state": {...}}, whose "state" is '
+                              'merged into the instance\'s state; put "plan" inside "state".')
+    assert body["fields"] == {"plan": ['Not a field of the body: put it inside "state".']}
+    assert WorkflowInstance.objects.get(pk=instance.pk).revision == instance.revision
+
+
+def test_a_key_beside_state_in_a_merge_patch_answers_400_and_nothing_is_merged(api,
+                                                                              make_instance):
+    instance = make_instance(started=True, state={"email": "ann@example.com", "plan": None})
+
+    response = patch(api, instance, {"state": {"plan": "pro"}, "email": "bo@example.com"})
+
+    assert (response.status_code, list(response.json()["fields"])) == (400, ["email"])
+    assert stored_state(instance) == {"email": "ann@example.com", "plan": None}
+
+
+def test_a_replacement_without_state_answers_400_saying_what_the_body_is(api, make_instance):
+    instance = make_instance(started=True, state={"email": "ann@example.com", "plan": None})
+
+    response = patch(api, instance, {"plan": "pro"}, content_type="application/json")
+
+    assert response.status_code == 400
+    assert response.json()["detail"].startswith(
+        'The body of a state update is {"state": {...}}, whose "state" replaces the '
+        "instance's state")
+    assert set(response.json()["fields"]) == {"state", "plan"}
+    assert stored_state(instance) == {"email": "ann@example.com", "plan": None}
+
+
+def test_a_body_of_many_stray_keys_is_answered_naming_only_the_first_ten(api, make_instance):
+    response = patch(api, make_instance(started=True), {f"k{n}": n for n in range(500)})
+
+    assert response.status_code == 400
+    assert len(response.json()["fields"]) == 10
+    assert response.json()["detail"].endswith('"k9", ... inside "state".')
 
 
 def test_plain_json_still_replaces_the_whole_state(api, make_instance):

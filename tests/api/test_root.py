@@ -9,6 +9,7 @@ pytestmark = [pytest.mark.needs_api, pytest.mark.django_db]
 LINKS = {"workflows": "http://testserver/api/workflows/",
          "instances": "http://testserver/api/instances/",
          "tasks": "http://testserver/api/tasks/",
+         "schedules": "http://testserver/api/schedules/",
          "schema": "http://testserver/api/schema/"}
 
 

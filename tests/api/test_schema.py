@@ -22,10 +22,14 @@ CONTRACT_PATHS = {
     "/api/instances/{id}/": {"get"},
     "/api/instances/{id}/state/": {"patch"},
     "/api/instances/{id}/events/": {"get"},
+    "/api/instances/{id}/tasks/": {"get"},
     **{f"/api/instances/{{id}}/{name}/": {"post"} for name in COMMAND_NAMES},
     "/api/tasks/": {"get"},
     "/api/tasks/{id}/": {"get"},
     **{f"/api/tasks/{{id}}/{name}/": {"post"} for name in TASK_COMMANDS},
+    "/api/signals/": {"post"},
+    "/api/schedules/": {"get"},
+    "/api/schedules/{id}/": {"get"},
 }
 
 
@@ -136,6 +140,37 @@ def test_the_instance_component_has_every_field_of_the_contract(schema):
     assert set(instance["required"]) == CONTRACT_FIELDS
 
 
+def component(schema, ref: str) -> dict:
+    return schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
+
+
+def test_the_instance_documents_what_it_waits_for(schema):
+    waiting = schema["components"]["schemas"]["Instance"]["properties"]["waiting"]
+    shape = component(schema, waiting["allOf"][0]["$ref"])
+
+    assert waiting["nullable"] is True
+    assert set(shape["required"]) == {"kind", "name", "correlation", "until"}
+    assert component(schema, shape["properties"]["kind"]["$ref"])["enum"] == [
+        "signal", "timer", "task"]
+    assert shape["properties"]["until"]["format"] == "date-time"
+    assert all(shape["properties"][name]["nullable"] for name in ("name", "correlation",
+                                                                  "until"))
+
+
+def test_sending_a_signal_documents_each_answer(schema):
+    operation = schema["paths"]["/api/signals/"]["post"]
+    responses = operation["responses"]
+
+    assert {"200", "202", "400", "401", "403", "404", "409", "413"} <= set(responses)
+    assert responses["200"]["content"] == responses["202"]["content"]
+    assert "Idempotent-Replayed" in responses["200"]["headers"]
+    body = component(schema, operation["requestBody"]["content"]["application/json"][
+        "schema"]["$ref"])
+    assert set(body["properties"]) == {"workflow", "signal", "payload", "instance", "reference",
+                                       "correlation", "message_id"}
+    assert set(body["required"]) == {"workflow", "signal"}
+
+
 def test_the_error_component_has_detail_and_code(schema):
     error = schema["components"]["schemas"]["Error"]
 
@@ -180,4 +215,4 @@ def test_the_root_documents_its_links(schema):
     ok = schema["paths"]["/api/"]["get"]["responses"]["200"]["content"]["application/json"]
     root = schema["components"]["schemas"][ok["schema"]["$ref"].rsplit("/", 1)[1]]
 
-    assert set(root["required"]) == {"workflows", "instances", "tasks", "schema"}
+    assert set(root["required"]) == {"workflows", "instances", "tasks", "schedules", "schema"}

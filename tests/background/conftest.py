@@ -1,18 +1,28 @@
-"""The real clusters the background tests share (tests/qcluster.py): one per broker."""
+"""The real clusters the background tests share (tests/qcluster.py): one per broker; and the
+Tasks runner's workers (tests/tasks_workers.py), one set per backend, chosen as a broker is.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
-from django_workflows.conf import DJANGO_Q_RUNNER
+from django_workflows.conf import DJANGO_Q_RUNNER, TASKS_RUNNER
 from django_workflows.models import Attempt, AttemptStatus
 from tests.qcluster import Process, background, queue_name, wait_for
+from tests.tasks_workers import BACKENDS, Workers, clear_rq_queue, tasks_background
 
 BROKERS = ["orm", "redis"]
+# Every runner a background test can run on: django-q2 with each broker, and the Tasks
+# runner on each backend (a test module takes them by defining its own ``broker`` fixture).
+needs_tasks = [pytest.mark.needs_tasks, pytest.mark.skipif(
+    importlib.util.find_spec("django_tasks_db") is None, reason="needs the tasks extra")]
+TASKS_RUNNERS = [pytest.param(runner, marks=needs_tasks) for runner in BACKENDS]
+RUNNERS = [pytest.param(broker, marks=pytest.mark.needs_q2) for broker in BROKERS] + TASKS_RUNNERS
 REDIS = {"host": "127.0.0.1", "port": 6379, "db": 5}
 UNSETTLED = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)
 
@@ -23,20 +33,21 @@ class Clusters:
     def __init__(self) -> None:
         self._stack: ExitStack | None = None
         self._key: tuple[str, tuple[tuple[str, str], ...]] | None = None
-        self.current: Process | None = None
+        self.current: Process | Workers | None = None
 
-    def get(self, broker: str, **env: str) -> Process:
+    def get(self, broker: str, **env: str) -> Process | Workers:
         key = (broker, tuple(sorted(env.items())))
-        alive = self.current is not None and self.current.popen.poll() is None
+        alive = self.current is not None and self.current.alive()
         if not (alive and key == self._key):
             self.start(broker, **env)
         assert self.current is not None
         return self.current
 
-    def start(self, broker: str, **env: str) -> Process:
+    def start(self, broker: str, **env: str) -> Process | Workers:
         self.stop()
         self._stack = ExitStack()
-        self.current = self._stack.enter_context(background(broker, **env))
+        start = tasks_background if broker in BACKENDS else background
+        self.current = self._stack.enter_context(start(broker, **env))
         self._key = (broker, tuple(sorted(env.items())))
         return self.current
 
@@ -56,11 +67,22 @@ def clusters(django_db_setup: None) -> Iterator[Clusters]:
     holder = Clusters()
     yield holder
     holder.stop()
+    if importlib.util.find_spec("django_tasks_rq") is not None:
+        clear_rq_queue()
 
 
 @pytest.fixture
 def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Work this test process creates goes to the cluster, through ``broker``."""
+    """Work this test process creates goes to the cluster, through ``broker`` (or to the Tasks
+    workers, through their backend)."""
+    if broker in BACKENDS:
+        from django_workflows.runners.tasks import sweep
+
+        settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": TASKS_RUNNER,
+                                     "TASKS_BACKEND": BACKENDS[broker]}
+        # The tables were flushed: this process looks for the sweep's chain at once.
+        monkeypatch.setattr(sweep, "_next_look", 0.0)
+        return broker
     from django_q.conf import Conf
 
     settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": DJANGO_Q_RUNNER}
@@ -72,7 +94,8 @@ def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> s
 
 
 @pytest.fixture
-def cluster(enqueue_to: str, clusters: Clusters, transactional_db: None) -> Iterator[Process]:
+def cluster(enqueue_to: str, clusters: Clusters, transactional_db: None
+            ) -> Iterator[Process | Workers]:
     """The shared cluster of this broker; at the end, every attempt has settled."""
     yield clusters.get(enqueue_to)
     wait_for(lambda: not Attempt.objects.filter(status__in=UNSETTLED).exists(), timeout=30,

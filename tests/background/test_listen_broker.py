@@ -1,4 +1,4 @@
-"""The ORM broker woken by PostgreSQL's NOTIFY (django_workflows/runners/listen_broker.py).
+"""The ORM broker woken by PostgreSQL's NOTIFY (django_workflows/runners/django_q/listen_broker.py).
 
 Its poll is set to 5 s here: work that starts within a second of being
 enqueued was woken by the notification, not found by the poll.
@@ -20,7 +20,7 @@ from tests.qcluster import background, queue_name, wait_for
 from .conftest import UNSETTLED
 
 if TYPE_CHECKING:
-    from django_workflows.runners.listen_broker import ListenORM
+    from django_workflows.runners.django_q.listen_broker import ListenORM
 
 pytestmark = [pytest.mark.postgres, pytest.mark.needs_q2, pytest.mark.django_db(transaction=True)]
 POLL = 5.0
@@ -30,12 +30,13 @@ POLL = 5.0
 def listen_broker(settings, monkeypatch: pytest.MonkeyPatch) -> ListenORM:
     from django_q.conf import Conf
 
-    from django_workflows.runners.listen_broker import ListenORM  # needs the [q2] extra
+    from django_workflows.runners.django_q.listen_broker import ListenORM  # needs the [q2] extra
 
     monkeypatch.setattr(Conf, "POLL", POLL)
     monkeypatch.setattr(Conf, "ORM", "default")
     monkeypatch.setattr(Conf, "CLUSTER_NAME", queue_name())
-    monkeypatch.setattr(Conf, "BROKER_CLASS", "django_workflows.runners.listen_broker.ListenORM")
+    monkeypatch.setattr(Conf, "BROKER_CLASS",
+                        "django_workflows.runners.django_q.listen_broker.ListenORM")
     return ListenORM(queue_name())
 
 

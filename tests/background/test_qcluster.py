@@ -1,13 +1,15 @@
-"""Background work on a real django-q2 cluster, with the ORM broker and with Redis.
+"""Background work on real workers, on every runner: a django-q2 cluster with the ORM broker
+and with Redis, and the Tasks runner on the database backend and on RQ.
 
 Every test drives real processes: a ``manage.py qcluster`` (two workers, which sweep
-by themselves; tests/qcluster.py), against the test database
+by themselves; tests/qcluster.py), or two ``db_worker`` or ``rqworker`` processes with
+nothing else running (tests/tasks_workers.py), against the test database
 on PostgreSQL or MariaDB/MySQL, which they share with real row locks. The children
 write a heartbeat every 0.5 s and count an attempt as interrupted after 3 s without
 one. Operations talk back through ``Note`` rows (tests/testapp/background.py); the
 tests poll rows with deadlines.
 
-One cluster serves every test of a broker; only the tests that kill it or need
+One cluster serves every test of a runner; only the tests that kill it or need
 it stopped start another. Each test waits until no attempt is queued or running
 before the database is flushed, so no late work leaks into the next test.
 """
@@ -28,11 +30,13 @@ from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
 from django_workflows.queries import live_operations
-from tests.background.conftest import REDIS
+from django_workflows.runners.django_q import TASK
+from tests.background.conftest import BROKERS, REDIS, RUNNERS
 from tests.qcluster import redis_queue_key, wait_for
+from tests.tasks_workers import BACKENDS, queue_name
 from tests.testapp.models import Note
 
-pytestmark = [pytest.mark.real_locks, pytest.mark.needs_q2,
+pytestmark = [pytest.mark.real_locks,
               pytest.mark.django_db(transaction=True)]
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -64,7 +68,7 @@ def until(instance: WorkflowInstance, condition: Callable[[WorkflowInstance], An
         raise AssertionError(
             f"{error}; the instance is {row.status} at {row.current_step!r}, errors "
             f"{row.errors}, operations {row.operations}, branches {row.parallel}, rollback "
-            f"{row.rollback_plan}, attempts "
+            f"{row.snap.rollback}, attempts "
             f"{list(Attempt.objects.filter(instance=row).values_list('target', 'status'))}, "
             f"notes {notes()}") from None
     return reload(instance)
@@ -90,6 +94,12 @@ def running_attempt(instance: WorkflowInstance, target: str) -> Attempt:
 # -- the shared cluster -----------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module", params=RUNNERS)
+def broker(request: pytest.FixtureRequest) -> str:
+    """Every runner: django-q2's brokers and the Tasks backends."""
+    return request.param
+
+
 def test_an_operation_that_fails_twice_succeeds_on_its_third_attempt(cluster):
     instance = services.create("bg-retrying", state={"fail_times": 2}, start=True)
 
@@ -103,6 +113,8 @@ def test_an_operation_that_fails_twice_succeeds_on_its_third_attempt(cluster):
         (1, "finished"), (2, "finished"), (3, "finished")]
 
 
+@pytest.mark.needs_q2
+@pytest.mark.parametrize("broker", BROKERS, scope="module")
 def test_our_rows_are_the_record_of_a_finished_operation_django_q2_saves_none(cluster):
     from django_q.models import Task
     from django_q.tasks import async_task
@@ -116,7 +128,7 @@ def test_our_rows_are_the_record_of_a_finished_operation_django_q2_saves_none(cl
 
     assert [(a.number, a.status) for a in attempts(row, "flaky")] == [(1, "finished")]
     # The attempt's row is the record: django-q2's monitor writes no second one.
-    assert not Task.objects.filter(func="django_workflows.tasks.run_attempt").exists()
+    assert not Task.objects.filter(func=TASK).exists()
 
 
 def test_progress_of_a_running_operation_is_visible_from_another_connection(cluster):
@@ -248,7 +260,8 @@ def test_kill_9_of_the_cluster_interrupts_the_operation_and_retry_completes_it(
                                start=True)
     running_attempt(instance, "count")
 
-    clusters.current.kill()  # SIGKILL to the whole process group, workers and all
+    # SIGKILL to the whole process group, workers and all (Tasks: every process running Tasks)
+    clusters.current.kill()
     clusters.start(enqueue_to)
 
     row = until(instance, lambda row: row.status == "failed", "the heartbeat to expire")
@@ -283,7 +296,9 @@ def test_work_queued_in_a_broker_that_was_flushed_is_handed_out_again(
 
 
 def flush(broker: str) -> None:
-    if broker == "redis":
+    if broker in BACKENDS:
+        lose_attempt_tasks(broker)
+    elif broker == "redis":
         import redis
 
         client = redis.Redis(**REDIS)  # shared with other runs: flush only our queue
@@ -296,14 +311,32 @@ def flush(broker: str) -> None:
         OrmQ.objects.all().delete()
 
 
+def lose_attempt_tasks(broker: str) -> None:
+    """The backend loses the attempt's Task (the sweep's own Task, in the same queue, stays:
+    losing it is tests/background/test_tasks_runner.py's)."""
+    from django_workflows.runners.tasks.tasks import run_attempt
+
+    if broker == "tasks-db":
+        from django_tasks_db.models import DBTaskResult
+
+        assert DBTaskResult.objects.filter(task_path=run_attempt.module_path).delete()[0] == 1
+    else:
+        import django_rq
+
+        queue = django_rq.get_queue(queue_name())
+        (job_id,) = [job.id for job in queue.jobs if job.func_name == run_attempt.module_path]
+        queue.remove(job_id)
+
+
 # -- the schedule of earlier versions --------------------------------------------------------
 
 
+@pytest.mark.needs_q2
 def test_workflows_schedule_removes_the_schedule_earlier_versions_installed():
     from django_q.models import Schedule
 
     Schedule.objects.create(name="django-workflows sweep",
-                            func="django_workflows.tasks.sweep_loop",
+                            func="django_workflows.runners.django_q.tasks.sweep_loop",
                             schedule_type=Schedule.MINUTES, minutes=1, repeats=-1)
     first, second = StringIO(), StringIO()
     call_command("workflows_schedule", stdout=first)

@@ -24,8 +24,8 @@ from django_workflows.models import (
     WorkflowEvent,
     WorkflowInstance,
 )
+from django_workflows.runners.sweeper import LEASE_TTL
 from django_workflows.services.sweep import LEASE
-from django_workflows.sweeper import LEASE_TTL
 from tests.qcluster import wait_for
 from tests.testapp.models import Note
 

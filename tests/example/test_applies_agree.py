@@ -105,7 +105,12 @@ def walk(workflow: str, moves: list[tuple[Any, ...]], users: dict[str, Any]) -> 
                                      commands=[declared])[name]
             assert set(call.called) <= deciding_hooks(tree), "a dry run ran a hook with effects"
             assert x.snapshot(root) is tree, "a dry run changed the instance"
-            given = declared(input=INPUTS[args[3]]) if name == "complete" else declared()
+            if name == "complete":
+                given = declared(input=INPUTS[args[3]])
+            elif name == "rewind":  # the first step of its history, where it has one
+                given = declared(step=(x.snapshot(target).history or ("nowhere",))[0])
+            else:
+                given = declared()
             outcome = x.command(target, given)
             if name == "complete" and verdict.allowed:
                 # Asked without an input: the input itself may still be refused.

@@ -1,11 +1,14 @@
-"""./scripts/demo itself: started in the background, used through the API, stopped with Ctrl-C.
+"""./scripts/demo itself: started in the background, used through the API and in Chromium,
+stopped with Ctrl-C.
 
 The demo runs in a process group (and session) of its own, on a free port
 (``DWF_DEMO_PORT``) with a temporary SQLite file (``DWF_DEMO_DB``), so it
 neither clobbers nor disturbs a developer's demo, and on the interpreter of this
 test run (``DWF_DEMO_PYTHON``), so it shows the Python and Django being tested.
-The tests run in order: Ctrl-C stops it, then it is started again on the same
-database, and once more with ``--reset``.
+Its payment provider posts real signed webhooks to its server, its emails are
+printed in its output (where the tests find the links), and its reminder's timer
+is two seconds. The tests run in order: Ctrl-C stops it, then it is started
+again on the same database, and once more with ``--reset``.
 """
 
 from __future__ import annotations
@@ -26,10 +29,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import django
 import pytest
+
+from django_workflows.webhooks import signature
+
+from .browser import screenshot
 
 pytestmark = [pytest.mark.slow, pytest.mark.needs_api, pytest.mark.needs_q2]
 
@@ -37,6 +46,8 @@ ROOT = Path(__file__).resolve().parents[2]
 START_DEADLINE = 120  # seconds: migrations and demo data on a busy machine
 ALICE = ("alice", "alice-demo")
 OPERATOR = ("operator", "operator-demo")
+WEBHOOK_SECRET = "whsec_demo_under_test"  # the provider's and the site's (SHOP_PAYMENTS)
+EMAIL_LINK = re.compile(r"http://127\.0\.0\.1:\d+/email/confirm/\S+/")
 
 
 @dataclass
@@ -136,7 +147,8 @@ def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "dem
     """``./scripts/demo`` with its database in ``directory``, answering on ``port``."""
     env = {**os.environ, "DWF_DEMO_PORT": str(port),
            "DWF_DEMO_DB": str(directory / "demo.sqlite3"), "PYTHONUNBUFFERED": "1",
-           "DWF_DEMO_PYTHON": sys.executable}
+           "DWF_DEMO_PYTHON": sys.executable,
+           "SHOP_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "SHOP_PAYMENT_REMINDER_AFTER": "2"}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the tests' settings are not the demo's
     log = directory / log_name
     with log.open("wb") as output:
@@ -237,6 +249,28 @@ def test_the_swagger_ui_asks_for_a_login_and_the_schema_is_served_to_users(demo)
     assert schema["openapi"].startswith("3.")
 
 
+def test_a_script_reads_the_api_with_the_token_the_readme_makes(demo, directory):
+    made = subprocess.run(
+        [sys.executable, "manage.py", "drf_create_token", "alice"], cwd=ROOT,
+        env={**{k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+             "DWF_DEMO_DB": str(directory / "demo.sqlite3")},
+        capture_output=True, text=True, timeout=60, check=True)
+    token = made.stdout.split()[2]  # "Generated token <key> for user alice"
+    request = urllib.request.Request(demo.url + "/api/instances/", headers={
+        "Authorization": f"Token {token}", "Accept": "application/json"})
+
+    with urllib.request.urlopen(request, timeout=30) as response:
+        listed = json.load(response)
+
+    as_alice = call(demo, "GET", "/api/instances/")[1]  # with her password
+    assert listed["results"] and listed == as_alice
+    request = urllib.request.Request(demo.url + "/api/instances/", headers={
+        "Authorization": "Token not-a-token", "Accept": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert (refused.value.code, refused.value.headers["WWW-Authenticate"]) == (401, "Token")
+
+
 def test_a_demo_customer_walks_the_wizard_through_the_api(demo):
     status, onboarding = call(demo, "POST", "/api/instances/",
                               {"workflow": "onboarding", "start": True})
@@ -272,8 +306,53 @@ def test_a_demo_customer_walks_the_wizard_through_the_api(demo):
 
     assert call(demo, "GET", path)[1]["current_step"] == "confirm"
     fill(path, accept_terms=True)
-    status, done = call(demo, "POST", path + "next/")
-    assert (status, done["status"], done["skipped_steps"]) == (200, "completed", ["plan"])
+    links = len(email_links(demo))
+    status, opened = call(demo, "POST", path + "next/")
+    assert (status, opened["current_step"], opened["waiting"]["name"]) == (
+        200, "email", "email-confirmed")
+
+    # The link the demo emailed (printed in its output): its page, then its button.
+    link = wait_until(lambda: email_links(demo)[links:], seconds=30, demo=demo,
+                      what="the demo printed no email confirmation link")[0]
+    assert confirm_through(link) == 200
+    done = call(demo, "GET", path)[1]
+    assert (done["status"], done["skipped_steps"]) == ("completed", ["plan"])
+    assert done["state"]["email_confirmation"] == {"email": "alice@example.com"}
+
+
+def email_links(demo: Demo) -> list[str]:
+    """The email confirmation links the demo printed, oldest first."""
+    return EMAIL_LINK.findall(demo.output())
+
+
+def confirm_through(link: str) -> int:
+    """Open an emailed link, then press its button (with the page's CSRF token)."""
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with browser.open(link, timeout=30) as page:
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"',
+                          page.read().decode())[1]
+    body = urllib.parse.urlencode({"csrfmiddlewaretoken": token}).encode()
+    try:
+        with browser.open(link, data=body, timeout=30) as answer:
+            assert "is confirmed" in answer.read().decode()
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_the_link_emailed_to_alice_by_the_demo_data_confirms_her_address(demo):
+    first = wait_until(lambda: email_links(demo), seconds=30, demo=demo,
+                       what="the demo printed no email confirmation link")[0]
+    _, page = call(demo, "GET", "/api/instances/?workflow=onboarding&status=running"
+                                "&page_size=100")
+    [waiting] = [o for o in page["results"] if o["current_step"] == "email"]
+
+    assert confirm_through(first) == 200
+
+    done = call(demo, "GET", f"/api/instances/{waiting['id']}/")[1]
+    assert (done["status"], done["state"]["email_confirmation"]) == (
+        "completed", {"email": "alice@example.com"})
 
 
 def order_numbered(demo: Demo, number: str) -> dict | None:
@@ -282,19 +361,57 @@ def order_numbered(demo: Demo, number: str) -> dict | None:
     return next((o for o in page["results"] if o["state"]["order_number"] == number), None)
 
 
-def test_the_worker_runs_the_slow_payment_showing_its_progress(demo):
-    def payment_in_progress():
+def test_the_slow_order_waits_for_its_webhook_while_its_bank_shows_progress(demo):
+    def waiting_for_the_bank():
         order = order_numbered(demo, "D-1004")
-        payment = order["operations"][0] if order and order["operations"] else None
-        # "retrying" when the provider's random failures made it try again
-        return payment if payment and payment["status"] in ("running", "retrying") and \
-            payment["progress"] else None
+        return order if order and order["waiting"] else None
 
-    payment = wait_until(payment_in_progress, seconds=60, demo=demo,
-                         what="the slow order's payment showed no progress")
+    order = wait_until(waiting_for_the_bank, seconds=60, demo=demo,
+                       what="the slow order did not wait for its bank")
+    charge = order["operations"][0]["result"]["charge"]
+    assert (order["current_step"], order["waiting"]["kind"], order["waiting"]["name"],
+            order["waiting"]["correlation"]) == ("confirmation", "signal",
+                                                 "payment-confirmed", charge)
 
-    assert payment["progress"]["message"] == "Waiting for the bank to confirm"
-    assert payment["progress"]["total"] == 300  # five minutes: time to watch it in the admin
+    def bank_in_progress():
+        _, page = call(demo, "GET", "/api/instances/?workflow=fake-bank&page_size=100",
+                       user=OPERATOR)
+        bank = next((b for b in page["results"] if b["reference"] == f"bank:{charge}"), None)
+        confirm = bank["operations"][0] if bank and bank["operations"] else None
+        return confirm if confirm and confirm["progress"] else None
+
+    confirm = wait_until(bank_in_progress, seconds=60, demo=demo,
+                         what="the slow bank showed no progress")
+    assert confirm["progress"]["message"] == "The bank checks the payment"
+    assert confirm["progress"]["total"] == 300  # five minutes: time to watch it in the admin
+
+
+def test_the_declined_orders_reminder_fires_on_the_workers(demo):
+    def reminded():
+        _, page = call(demo, "GET", "/api/instances/?workflow=payment-reminder",
+                       user=OPERATOR)
+        return page["results"] and page["results"][0]["status"] == "completed" and \
+            "Subject: Your order D-1002 waits for another card" in demo.output()
+
+    wait_until(reminded, seconds=60, demo=demo,
+               what="the declined order's reminder did not fire (its timer: 2 s)")
+
+
+def test_the_demo_runs_the_nightly_stock_report_on_its_schedule(demo):
+    status, schedules = call(demo, "GET", "/api/schedules/", user=OPERATOR)
+
+    assert status == 200
+    [nightly] = [s for s in schedules if s["id"] == "nightly-stock-report"]
+    assert (nightly["workflow"], nightly["cron"], nightly["timezone"], nightly["paused"]) == (
+        "stock-report", "0 3 * * *", "Europe/Berlin", False)
+    due = datetime.fromisoformat(nightly["next_due_at"]).astimezone(ZoneInfo("Europe/Berlin"))
+    assert (due.hour, due.minute) == (3, 0)
+    # Where the tour sends an operator to pause and resume it.
+    admin = signed_in(demo, *OPERATOR)
+    with admin.open(demo.url + "/admin/django_workflows/workflowschedule/",
+                    timeout=30) as page:
+        assert "nightly-stock-report" in page.read().decode()
+    assert f"schedules:   {demo.url}/admin/django_workflows/workflowschedule/" in demo.output()
 
 
 def test_the_worker_finishes_the_rollback_of_a_failed_order(demo):
@@ -318,6 +435,78 @@ def test_a_signed_in_customer_reads_the_api_with_the_session(demo):
 
     assert status_for(browser, demo.url + "/api/instances/") == 200
     demo.kept["browser"] = browser
+
+
+def webhook(demo: Demo, event: dict, secret: str = WEBHOOK_SECRET) -> tuple[int, dict]:
+    """The payment provider's POST to the demo: ``event``, signed with ``secret``."""
+    body = json.dumps(event).encode()
+    request = urllib.request.Request(
+        demo.url + "/hooks/payments/", data=body, method="POST",
+        headers={"Content-Type": "application/json",
+                 "Webhook-Signature": signature(body, secret)})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+@pytest.mark.browser
+def test_an_order_waiting_for_its_webhook_moves_on_live_in_the_admin(demo, browser):
+    # An order whose bank never confirms by itself (pm_card_unconfirmed): this test is the
+    # provider, and chooses when its webhook comes.
+    state = {"order_number": "W-1", "customer": {"name": "Alice", "email": "alice@example.com"},
+             "items": [{"sku": "MUG", "quantity": 1}], "payment_method": "pm_card_unconfirmed",
+             "currency": "EUR", "address": {"country": "DE"}}
+    status, order = call(demo, "POST", "/api/instances/",
+                         {"workflow": "order-fulfilment", "state": state, "start": True})
+    assert status == 201, order
+    path = f"/api/instances/{order['id']}/"
+    order = wait_until(lambda: (o := call(demo, "GET", path)[1])["waiting"] and o,
+                       seconds=60, demo=demo, what="the order did not wait for its bank")
+    charge = order["operations"][0]["result"]
+    event = {"id": "evt_w1", "type": "charge.succeeded",
+             "data": {"object": {"id": charge["charge"], "amount": charge["amount_cents"],
+                                 "currency": charge["currency"]}}}
+
+    context = browser.new_context(base_url=demo.url, viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        page.goto("/admin/login/?next=/admin/")
+        page.fill("#id_username", OPERATOR[0])
+        page.fill("#id_password", OPERATOR[1])
+        page.click("input[type=submit]")
+        page.wait_for_url("**/admin/")
+        page.goto(f"/admin/django_workflows/workflowinstance/{order['id']}/change/")
+        assert re.fullmatch(rf"Waiting for the signal payment-confirmed \(correlation "
+                            rf"{charge['charge']}\) until \d\d:\d\d UTC",
+                            page.inner_text("#dwf-waiting-words"))
+        assert page.get_attribute("#dwf-current-step", "data-step") == "confirmation"
+        screenshot(page, "demo-order-waiting-for-its-webhook")
+        page.evaluate("window.dwfNotReloaded = true")
+
+        # A forged webhook changes nothing, on the server or on the page.
+        status, refused = webhook(demo, event, secret="whsec_guessed")
+        assert (status, refused["code"]) == (403, "signature_mismatch")
+        assert call(demo, "GET", path)[1]["current_step"] == "confirmation"
+
+        status, answer = webhook(demo, event)
+        assert (status, answer["deliveries"][0]["outcome"]) == (200, "taken")
+
+        # The page follows by itself (it polls): paid, prepared, shipped by the workers.
+        page.wait_for_selector('#content-main[data-status="completed"]', timeout=60_000)
+        assert page.evaluate("window.dwfNotReloaded") is True
+        assert page.locator("#dwf-waiting").count() == 0
+        screenshot(page, "demo-order-moved-on-by-its-webhook")
+    finally:
+        context.close()
+    done = call(demo, "GET", path)[1]
+    assert done["history"] == ["payment", "confirmation", "preparation", "shipment",
+                               "completion"]
+    assert done["state"]["payment"] == {"charge": charge["charge"],
+                                        "amount_cents": charge["amount_cents"],
+                                        "currency": "EUR"}
 
 
 def test_ctrl_c_stops_the_server_and_the_worker_and_leaves_no_process(demo):

@@ -6,11 +6,15 @@ from io import StringIO
 
 import pytest
 from django.contrib.auth import authenticate
+from django.core import mail
 from django.core.management import call_command
 from django.test import override_settings
+from django.utils import timezone
 
 from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
 from django_workflows.models import WorkflowInstance
+from django_workflows.waiting import waiting_of
+from example_project.shop.models import Customer
 
 # Committed transactions, as when the command runs: work is handed out after commit.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_q2]
@@ -50,8 +54,51 @@ def test_it_creates_instances_in_every_status(queued_work):
     statuses = set(WorkflowInstance.objects.filter(parent=None).values_list("status", flat=True))
     assert statuses == {"idle", "running", "blocked", "failed", "rolling-back", "cancelled",
                         "completed"}
-    assert {"onboarding", "order-fulfilment", "expense-approval"} == set(
-        WorkflowInstance.objects.values_list("workflow", flat=True)) - {"identity-check"}
+    assert set(WorkflowInstance.objects.values_list("workflow", flat=True)) == {
+        "onboarding", "identity-check", "order-fulfilment", "expense-approval",
+        "fake-bank",  # the provider's side of each charge
+        "payment-reminder"}  # of the declined card
+
+
+def test_every_expense_claim_is_numbered_in_the_order_it_was_made(queued_work):
+    demo_data()
+
+    claims = WorkflowInstance.objects.filter(workflow="expense-approval").order_by("created_at")
+    year = timezone.localdate().year
+    assert [c.reference for c in claims] == [f"E-{year}-{n:04d}"
+                                             for n in range(1, len(claims) + 1)]
+
+
+def test_the_paid_orders_were_confirmed_by_the_providers_webhook(queued_work):
+    demo_data()
+
+    paid = WorkflowInstance.objects.get(state__order_number="D-1001")
+    assert paid.status == "completed"
+    assert paid.history[:2] == ["payment", "confirmation"]
+    assert paid.state["payment"]["charge"].startswith("ch_")
+
+
+def test_the_declined_order_waits_for_a_card_and_its_reminder_for_its_time(queued_work):
+    demo_data()
+
+    declined = WorkflowInstance.objects.get(state__order_number="D-1002")
+    assert declined.status == "blocked"
+    reminder = WorkflowInstance.objects.get(workflow="payment-reminder")
+    assert reminder.reference == f"remind:{declined.pk}:pm_card_declined"
+    assert waiting_of(reminder.snap).kind == "timer"  # the workers fire it
+
+
+def test_one_onboarding_waits_for_the_email_link_sent_to_alice(queued_work):
+    demo_data()
+
+    [waiting] = WorkflowInstance.objects.filter(workflow="onboarding", current_step="email",
+                                                status="running")
+    assert waiting.owner.username == "alice"
+    assert waiting_of(waiting.snap).name == "email-confirmed"
+    assert "alice@example.com" in [m.to[0] for m in mail.outbox
+                                   if m.subject == "Confirm your email address"]
+    # Bob's completed onboarding had its link opened: his address is confirmed.
+    assert Customer.objects.get(email="bob@example.com").email_confirmed_at is not None
 
 
 def test_the_slow_order_leaves_its_payment_to_a_worker(queued_work):

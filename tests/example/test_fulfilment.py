@@ -1,4 +1,5 @@
-"""The example's order fulfilment: payment with retries, parallel preparation, rollback."""
+"""The example's order fulfilment: payment with retries, the wait for the bank, parallel
+preparation, rollback. (The webhook that confirms a payment: test_payment_webhook.py.)"""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from django.core import mail
 from django.test import override_settings
 
 from django_workflows.exceptions import WorkflowNotMoved
+from django_workflows.models import WorkflowInstance
 from example_project.shop import payments
 from example_project.shop.fulfilment import refund_payment
 from example_project.shop.models import (
     Charge,
     CourierBooking,
+    Payment,
     Refund,
     Shipment,
     StockItem,
@@ -45,10 +48,13 @@ def test_an_order_is_charged_prepared_shipped_and_emailed(wf):
     done = wf.reload(order)
 
     assert done.status == "completed"
-    assert done.history == ["payment", "preparation", "shipment", "completion"]
+    assert done.history == ["payment", "confirmation", "preparation", "shipment", "completion"]
     charge = Charge.objects.get()
     assert (charge.status, charge.amount_cents, charge.reference) == (
         "succeeded", ORDER_TOTAL_CENTS, str(order.pk))
+    # The provider's webhook confirmed it: its payload is the order's "payment".
+    assert done.state["payment"] == {"charge": charge.id, "amount_cents": ORDER_TOTAL_CENTS,
+                                     "currency": "EUR"}
     assert StockItem.objects.get(sku="MUG").reserved == 2
     assert CourierBooking.objects.get(order=str(order.pk)).courier == "Parcelway"
     assert Shipment.objects.get(order=str(order.pk)).parcels == 1
@@ -68,15 +74,28 @@ def test_operations_show_their_progress_and_log_lines(wf):
     assert shipment["logs"][3].startswith("Handed to Parcelway, tracking number PW")
 
 
-def test_the_payment_waits_for_the_bank_and_says_so(wf):
+def test_the_card_is_charged_and_the_bank_shows_its_progress_confirming_it(wf):
     with provider(LATENCY=0.6):
         order = wf.create("order-fulfilment", state=order_state(), start=True)
 
     payment = operation(wf.reload(order), "charge-card")
     assert payment["status"] == "succeeded"
-    assert payment["progress"] == {"current": 0.6, "total": 0.6, "message": "Confirmed"}
-    assert payment["logs"][0] == "Attempt 1: charging 45.70 EUR to pm_card_ok"
-    assert payment["logs"][-1].startswith("Charge ch_")
+    assert payment["logs"] == ["Attempt 1: charging 45.70 EUR to pm_card_ok",
+                               f"Charge {Charge.objects.get().id} made: the order waits "
+                               "for the bank to confirm it"]
+    # The provider's side: its bank confirmed the charge, then it sent the webhook.
+    bank = WorkflowInstance.objects.get(workflow="fake-bank")
+    assert bank.reference == f"bank:{Charge.objects.get().id}"
+    assert operation(bank, "confirm-charge")["progress"] == {
+        "current": 0.6, "total": 0.6, "message": "Confirmed"}
+    assert operation(bank, "send-webhook")["logs"][-1] == "The shop answered 200"
+    assert wf.reload(order).status == "completed"
+
+
+def test_the_order_records_its_charge_at_the_provider(wf):
+    order = wf.create("order-fulfilment", state=order_state(), start=True)
+
+    assert Payment.objects.get(order=str(order.pk)).charge == Charge.objects.get().id
 
 
 def test_an_unavailable_provider_is_retried_with_growing_delays(wf):
@@ -226,7 +245,8 @@ def test_an_order_without_a_country_is_refused_naming_the_field(wf):
 
 
 class RollbackContext:
-    """What a worker gives a rollback: the instance id, a log, a (really) sleeping clock."""
+    """What a worker gives a rollback: the instance id, a log, a sleep in which the bank
+    confirms what it is confirming."""
 
     def __init__(self, instance_id: str) -> None:
         self.instance_id = instance_id
@@ -237,20 +257,37 @@ class RollbackContext:
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+        for charge in payments.charges_for(self.instance_id):
+            payments.confirm(charge.id)
 
 
-def test_a_rollback_waits_for_a_charge_the_bank_has_not_confirmed_then_refunds_it():
-    with provider(LATENCY=0.3):
-        charge = payments.create_charge(amount_cents=500, currency="EUR",
-                                        payment_method="pm_card_ok", reference="order-1",
-                                        idempotency_key="order-1-pm_card_ok")
-        assert charge.status == Charge.PENDING
-        ctx = RollbackContext("order-1")
+def pending_charge(method: str = "pm_card_ok") -> Charge:
+    """A charge the bank has not confirmed (its confirmation is not run here)."""
+    return payments.create_charge(amount_cents=500, currency="EUR", payment_method=method,
+                                  reference="order-1", idempotency_key=f"order-1-{method}")
 
-        refund_payment(None, ctx)
+
+def test_a_rollback_waits_for_a_charge_the_bank_is_confirming_then_refunds_it():
+    charge = pending_charge()
+    assert charge.status == Charge.PENDING
+    ctx = RollbackContext("order-1")
+
+    refund_payment(None, ctx)
 
     assert Refund.objects.get(charge=charge).amount_cents == 500
     assert ctx.logs[0] == f"Waiting for the bank to confirm {charge.id} before refunding it"
+
+
+def test_a_rollback_cancels_a_charge_the_bank_will_never_confirm():
+    charge = pending_charge("pm_card_unconfirmed")
+    assert charge.status == Charge.REQUIRES_ACTION
+    ctx = RollbackContext("order-1")
+
+    refund_payment({"charge": charge.id}, ctx)
+
+    assert payments.retrieve_charge(charge.id).status == Charge.CANCELLED
+    assert not Refund.objects.exists()
+    assert ctx.logs == [f"Cancelled {charge.id}, which the bank had not confirmed"]
 
 
 def _outages_seen_by_a_forked_worker(queue) -> None:

@@ -59,7 +59,8 @@ def test_only_staff_are_offered_the_live_cases(client, demo_users):
 
 
 @pytest.mark.needs_q2
-def test_staff_start_a_slow_order_a_failing_order_and_a_claim_to_approve(client, demo_users):
+def test_staff_start_a_slow_a_failing_and_a_declined_order_and_a_claim_to_approve(
+        client, demo_users):
     before = set(WorkflowInstance.objects.values_list("pk", flat=True))
     client.force_login(demo_users["operator"])
 
@@ -68,18 +69,20 @@ def test_staff_start_a_slow_order_a_failing_order_and_a_claim_to_approve(client,
     assert answer.redirect_chain == [("/", 302)]
     started = WorkflowInstance.objects.exclude(pk__in=before).filter(parent=None)
     orders = {o.reference: o for o in started.filter(workflow="order-fulfilment")}
-    assert sorted(orders) == ["D-1006", "D-1007"]  # after the demo data's D-1001 to D-1005
-    slow, failing = orders["D-1006"], orders["D-1007"]
+    assert sorted(orders) == ["D-1006", "D-1007", "D-1008"]  # after the demo data's orders
+    slow, failing, declined = orders["D-1006"], orders["D-1007"], orders["D-1008"]
     assert (slow.status, slow.state["payment_method"]) == ("running", "pm_card_slow")
     assert [(op["id"], op["status"]) for op in slow.operations] == [("charge-card", "queued")]
     assert (failing.status, failing.state["address"]["country"]) == ("running", "IS")
+    assert (declined.status, declined.state["payment_method"]) == ("running",
+                                                                   "pm_card_declined")
     [claim] = started.filter(workflow="expense-approval")
     assert (claim.status, claim.owner.username) == ("running", "bob")
     assert WorkflowTask.objects.get(instance=claim, status="open").candidates == [
         "group:managers"]
     page = answer.content.decode()
     assert "Started the tour's live cases" in page
-    for instance in (slow, failing, claim):
+    for instance in (slow, failing, declined, claim):
         assert f"/admin/django_workflows/workflowinstance/{instance.pk}/" in page
 
 
@@ -92,7 +95,7 @@ def test_pressed_twice_it_starts_them_twice_with_new_order_numbers(client, demo_
 
     references = WorkflowInstance.objects.filter(
         workflow="order-fulfilment", reference__isnull=False).values_list("reference", flat=True)
-    assert sorted(references) == [f"D-{n}" for n in range(1001, 1010)]
+    assert sorted(references) == [f"D-{n}" for n in range(1001, 1012)]
 
 
 @pytest.mark.needs_q2
@@ -117,11 +120,14 @@ def test_without_the_demo_users_it_says_what_to_run(client, db, queued_work):
     assert not WorkflowInstance.objects.exists()
 
 
-def test_the_slow_banks_wait_fits_in_one_charge_attempt():
+def test_the_slow_banks_wait_fits_in_one_attempt_and_in_the_orders_wait_for_it():
     from example_project.shop import payments
-    from example_project.shop.fulfilment import charge
+    from example_project.shop.bank import fake_bank
+    from example_project.shop.fulfilment import fulfilment
 
-    assert charge.timeout > payments.config()["SLOW_LATENCY"]
+    slow = payments.config()["SLOW_LATENCY"]
+    assert fake_bank.steps[0].operations[0].timeout > slow
+    assert fulfilment.step("confirmation").wait.timeout > slow
 
 
 def test_next_order_number_follows_the_highest_given(db):
@@ -160,7 +166,8 @@ def test_the_home_page_looks_like_the_shop_and_starts_the_live_cases(
         screenshot(page, "home-live-cases-started")
         links = page.eval_on_selector_all(".message.success a", "links => links.map(a => "
                                           "a.textContent)")
-        assert links == ["order D-1006", "order D-1007", "bob's expense claim", "your tasks"]
+        assert links == ["order D-1006", "order D-1007", "order D-1008", "bob's expense claim",
+                         "your tasks"]
         page.click("text=order D-1006")
         page.wait_for_url("**/admin/django_workflows/workflowinstance/*/change/")
         assert "D-1006" in page.content()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from django_workflows import services
 from django_workflows.exceptions import InvalidState, NotAllowed, WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
 from example_project.shop.models import Customer
@@ -45,19 +46,31 @@ def decide(wf, child, operator, decision, reason=""):
     return wf.complete(child, input={"decision": decision, "reason": reason}, user=operator)
 
 
+def confirm_email(instance):
+    """The customer opens the link emailed to them (test_email_confirmation.py opens the
+    link itself): the signal it sends."""
+    return services.signal("onboarding", "email-confirmed", {"email": "ann@example.com"},
+                           instance=instance)
+
+
 def test_a_customer_walks_through_to_a_customer_record(wf, customer, operator):
     instance = to_identity_check(wf)
     child = to_review(wf, instance)
     decide(wf, child, operator, "approved")
     fill(wf, instance, accept_terms=True)
 
-    done = wf.next(instance)
+    opened = wf.next(instance)
 
-    assert done.status == "completed"
-    assert done.history == ["profile", "plan", "identity", "confirm"]
+    assert (opened.status, opened.current_step) == ("running", "email")  # the link is out
     customer_row = Customer.objects.get(onboarding=str(instance.pk))
     assert (customer_row.name, customer_row.email, customer_row.plan, customer_row.user) == (
         "Ann Lee", "ann@example.com", "pro", customer)
+    assert customer_row.email_confirmed_at is None
+    confirm_email(instance)
+    done = wf.reload(instance)
+    assert done.status == "completed"
+    assert done.history == ["profile", "plan", "identity", "confirm", "email"]
+    assert Customer.objects.get(onboarding=str(instance.pk)).email_confirmed_at is not None
 
 
 def test_profile_errors_name_their_fields(wf):
@@ -236,7 +249,9 @@ def test_the_events_tell_the_story(wf, operator):
     decide(wf, to_review(wf, instance), operator, "approved")
     fill(wf, instance, accept_terms=True)
     wf.next(instance)
+    confirm_email(instance)
 
     wf.assert_events(instance, ["start", "step-enter", "step-leave", "step-enter",
                                 "step-leave", "step-enter", "step-leave", "step-enter",
+                                "step-leave", "step-enter", "signal-wait", "signal",
                                 "step-leave", "complete"], contains=True)

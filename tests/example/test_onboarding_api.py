@@ -8,6 +8,7 @@ from django_workflows import services
 from django_workflows.models import WorkflowInstance, WorkflowTask
 from example_project.shop.models import Charge, Reimbursement
 from tests.example.factories import ORDER_TOTAL_CENTS, order_state, stock_for_order
+from tests.example.test_expenses import manager_named
 from tests.services.test_background import HOLDING, runner
 
 pytestmark = [pytest.mark.django_db, pytest.mark.needs_api,
@@ -163,16 +164,33 @@ CLAIM = {"employee": "ann", "amount": 42.5, "currency": "EUR", "category": "trav
 
 def test_a_claim_created_already_approved_is_not_paid_out(client_of, customer,
                                                           django_capture_on_commit_callbacks):
-    """The claimant writes the decision into the state and presses next twice."""
+    """The claimant writes the decision into the state: the claim is refused, not made."""
     client = client_of(customer)
     with django_capture_on_commit_callbacks(execute=True):
         created = client.post("/api/instances/", {
             "workflow": "expense-approval", "start": True,
             "state": {**CLAIM, "approval": {"decision": "approved"}}}, format="json")
-        pk = created.json()["id"]
-        client.post(f"/api/instances/{pk}/next/")
-        again = client.post(f"/api/instances/{pk}/next/")
 
-    assert (again.status_code, again.json()["code"]) == (409, "task_open")
-    assert WorkflowInstance.objects.get(pk=pk).current_step == "approval"
+    assert (created.status_code, created.json()["code"]) == (400, "invalid_state")
+    assert created.json()["fields"] == {"state.approval": [
+        "\"approval\" is written by the task of step \"approval\"; it cannot be set here"]}
+    assert not WorkflowInstance.objects.exists()
     assert not Reimbursement.objects.exists()
+
+
+def test_the_operator_s_review_task_shows_the_document_and_names_alice_s_onboarding(
+        client_of, customer, operator):
+    onboarding, _child = at_review(customer)
+    [task] = client_of(operator).get("/api/tasks/").json()["results"]
+    assert [(line["label"], line["value"]) for line in task["shows"]] == [
+        ("Document", "Passport"), ("Number", "X1234567")]
+    assert task["root"]["id"] == str(onboarding.pk)
+
+
+def test_the_manager_s_task_shows_the_claim_being_decided(client_of, customer):
+    claim = services.create("expense-approval", state=CLAIM, user=customer, start=True)
+    services.next(claim, user=customer)
+    [task] = client_of(manager_named("mo")).get("/api/tasks/").json()["results"]
+    shown = {line["label"]: line["value"] for line in task["shows"]}
+    assert shown["Amount"] == 42.5 and shown["Currency"] == "EUR"
+    assert (shown["Description"], shown["Receipt"]) == ("Train", "r.pdf")

@@ -82,6 +82,8 @@ def test_the_operator_decides_through_the_inbox_and_the_wizard_moves_on(browser,
     operator.click("#dwf-inbox-link a.section")
     operator.click("text=Review an identity document")
     operator.wait_for_selector("#dwf-task-form")
+    shown = operator.text_content("#dwf-task-shows")  # what is decided, above the form
+    assert "Passport" in shown and "L01X00T47" in shown
     screenshot(operator, "tasks-2-task-page")
 
     operator.select_option("select[name=decision]", "rejected")  # without the reason

@@ -323,7 +323,7 @@ def test_django_q2_payloads_hold_only_ids(owner: Any, settings: Any,
     tokens = set(Attempt.objects.filter(instance=created).values_list("token", flat=True))
     assert tokens
     tasks = [SignedPackage.loads(row.payload) for row in OrmQ.objects.all()]
-    ours = [t for t in tasks if t["func"] == "django_workflows.tasks.run_attempt"]
+    ours = [t for t in tasks if t["func"] == "django_workflows.runners.django_q.tasks.run_attempt"]
     assert ours, tasks
     uuid_text = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
     for task in ours:

@@ -17,6 +17,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "django_workflows"
 SQL_CALLS = {"execute", "executemany", "raw", "extra", "RawSQL"}
 QUOTING = {"qn", "quote_name"}
+RESHAPING = {"numbered"}  # the statement it is given, its placeholders renumbered
 LOOKS_LIKE_SQL = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE|DELETE\s+FROM|WHERE|VALUES|"
                             r"RETURNING|FOR UPDATE)\b")
 
@@ -50,18 +51,20 @@ class Checker:
                 values = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
                 self.returns.setdefault(node.name, []).extend(
                     v if v is not None else ast.Constant(None) for v in values)
-        self.safe: set[str] = set()
-        self.quoting: set[str] = set()
+        # The greatest fixpoint: a name is safe unless one of its values is not, so names
+        # defined through each other (a cache read back into a local) stay safe together.
+        self.safe: set[str] = set(self.assigned)
+        self.quoting: set[str] = {name for name, values in self.returns.items() if values}
         changed = True
-        while changed:  # a fixpoint: names made of names made of identifiers
+        while changed:
             changed = False
             for name, values in self.assigned.items():
-                if name not in self.safe and all(self.is_safe(v) for v in values):
-                    self.safe.add(name)
+                if name in self.safe and not all(self.is_safe(v) for v in values):
+                    self.safe.discard(name)
                     changed = True
             for name, values in self.returns.items():
-                if name not in self.quoting and values and all(self.is_safe(v) for v in values):
-                    self.quoting.add(name)
+                if name in self.quoting and not all(self.is_safe(v) for v in values):
+                    self.quoting.discard(name)
                     changed = True
 
     def is_safe(self, node: ast.AST) -> bool:
@@ -78,6 +81,8 @@ class Checker:
             return _name(node) in self.safe
         if isinstance(node, ast.Subscript):  # cache[key]
             return self.is_safe(node.value)
+        if isinstance(node, ast.ListComp | ast.GeneratorExp):  # [sql for sql in safe]
+            return self.is_safe(node.elt)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # ["%s"] * n
             return isinstance(node.left, ast.List) and all(self.is_safe(e)
                                                            for e in node.left.elts)
@@ -87,6 +92,8 @@ class Checker:
             func = node.func
             if _name(func) in QUOTING or _name(func) in self.quoting:
                 return True  # a quoted identifier
+            if _name(func) in RESHAPING and len(node.args) == 1:
+                return self.is_safe(node.args[0])
             if _name(func) == "int":
                 return True  # a number carries no SQL (MariaDB's WAIT n cannot be a parameter)
             if _name(func) == "db_type":
@@ -104,12 +111,12 @@ class Checker:
     @staticmethod
     def is_sql_call(node: ast.Call) -> bool:
         """``cursor.execute(...)``, ``qs.raw(...)``, ``qs.extra(...)``, ``RawSQL(...)``;
-        not the service's own ``execute(instance, command)`` nor ``engine.execute``."""
+        not the services' own ``services.execute(instance, command)`` nor ``engine.execute``."""
         func = node.func
         if isinstance(func, ast.Name):
             return func.id == "RawSQL"
         return (isinstance(func, ast.Attribute) and func.attr in SQL_CALLS
-                and _name(func.value) != "engine")
+                and _name(func.value) not in ("engine", "services"))
 
     def problems(self, tree: ast.AST, where: str) -> list[str]:
         found = []
@@ -138,9 +145,12 @@ class Checker:
         return found
 
 
-def check_source(source: str, where: str = "<source>") -> list[str]:
+def check_source(source: str, where: str = "<source>", *, beside: str = "") -> list[str]:
+    """The problems of ``source``; ``beside``: the other modules of its package, whose
+    names it may use (a family of statements sets a table's name in its base class)."""
     tree = ast.parse(source)
-    return Checker(tree).problems(tree, where)
+    return Checker(ast.Module(body=[*tree.body, *ast.parse(beside).body], type_ignores=[])
+                   ).problems(tree, where)
 
 
 def test_no_sql_in_django_workflows_is_built_from_values() -> None:
@@ -151,7 +161,10 @@ def test_no_sql_in_django_workflows_is_built_from_values() -> None:
             continue
         source = path.read_text()
         calls += len(re.findall(r"\.(execute|executemany|raw|extra)\(|RawSQL\(", source))
-        problems.extend(check_source(source, str(path.relative_to(PACKAGE.parent))))
+        beside = "\n".join(other.read_text() for other in sorted(path.parent.glob("*.py"))
+                           if other != path)
+        problems.extend(check_source(source, str(path.relative_to(PACKAGE.parent)),
+                                     beside=beside))
     assert calls >= 5  # it looked at the statements there are
     assert problems == []
 
@@ -173,6 +186,23 @@ def test_a_helper_counts_as_quoting_only_when_all_it_returns_is_quoted() -> None
     assert check_source(quoting + 'cursor.execute(f"SELECT {column(f)} FROM t")') == []
     leaking = 'def column(f):\n    return f.column\n'
     assert check_source(leaking + 'cursor.execute(f"SELECT {column(f)} FROM t")')
+
+
+def test_a_name_set_in_another_module_of_the_package_counts_as_it_is_set_there() -> None:
+    base = 'class Base:\n    def __init__(self):\n        self.table = qn("t")\n'
+    use = 'cursor.execute(f"SELECT * FROM {self.table}")'
+    assert check_source(use) != []
+    assert check_source(use, beside=base) == []
+    assert check_source(use, beside=base.replace('qn("t")', "name")) != []
+
+
+def test_names_defined_through_each_other_are_as_safe_as_what_fills_them() -> None:
+    cache = ('class C:\n    def __init__(self):\n        self.cache = {}\n'
+             '    def run(self, cursor, key):\n        cache = self.cache\n'
+             '        cache[key] = VALUE\n'
+             '        cursor.execute("; ".join(cache[k] for k in [key]))\n')
+    assert check_source(cache.replace("VALUE", 'f"EXECUTE {qn(key)}"')) == []
+    assert check_source(cache.replace("VALUE", 'f"EXECUTE {key}"'))
 
 
 def test_the_checker_accepts_parameters_and_quoted_identifiers() -> None:

@@ -491,16 +491,17 @@ def test_a_late_interruption_leaves_a_finished_attempt_finished():
 
 def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypatch):
     """The sweep saw the attempt silent; the instance was purged before its lock was taken."""
-    from django_workflows.services import unit as service_unit
+    from django_workflows.services.sql import statements
 
     instance, token = claimed_back_office()
-    real_lock_tree = service_unit.lock_tree
+    family = type(statements())
+    real_lock_tree = family.lock_tree
 
-    def lock_tree(instance_id, **options):
+    def lock_tree(self, instance_id, timeout):
         WorkflowInstance.objects.filter(pk=instance.pk).delete()
-        return real_lock_tree(instance_id, **options)
+        return real_lock_tree(self, instance_id, timeout)
 
-    monkeypatch.setattr(service_unit, "lock_tree", lock_tree)
+    monkeypatch.setattr(family, "lock_tree", lock_tree)
 
     assert services.interrupt_attempt(token) is False
     assert not Attempt.objects.filter(token=token).exists()
@@ -509,8 +510,9 @@ def test_an_interruption_of_an_instance_deleted_meanwhile_does_nothing(monkeypat
 def test_a_duplicate_claim_leaves_the_winners_attempt_running(monkeypatch):
     """Two workers get one token (a redispatch, a broker retry) and both see it queued:
     both send the claim's fenced UPDATE at once, and only one finds it still queued."""
-    from django_workflows.services.attempt_statements import AttemptStatements
+    from django_workflows.services.sql import statements
 
+    AttemptStatements = type(statements().attempts)  # this database's claim
     with runner(HOLDING):
         services.create("back-office", start=True)
     (token,) = HoldingRunner.held

@@ -17,7 +17,7 @@ from django.test import override_settings
 
 from django_workflows import Operation, Step, Transition, Workflow, registry, services
 from django_workflows.models import Attempt, AttemptStatus
-from django_workflows.worker import run_attempt
+from django_workflows.runners.worker import run_attempt
 from tests.qcluster import wait_for
 from tests.services.test_background import HOLDING, HoldingRunner
 

@@ -20,13 +20,23 @@ from django.test.utils import CaptureQueriesContext
 from django_workflows import services
 from django_workflows.exceptions import Busy
 from django_workflows.models import WorkflowInstance
-from django_workflows.services.locking import bounded_wait, busy_as_error, lock_tree
-from django_workflows.services.statements import statements
+from django_workflows.services.sql import statements
+from django_workflows.services.sql.mysql import MariaDB
+from django_workflows.services.unit import busy_as_error
 from tests import dbutil
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 JOIN_TIMEOUT = 30.0  # seconds: a thread still running then is a deadlock or an endless wait
+
+
+def lock_tree(pk: Any, *, timeout: float) -> list[WorkflowInstance]:
+    """Lock as a unit of work does: through this connection's statements."""
+    return statements().lock_tree(pk, timeout)
+
+
+def bounded_wait(seconds: float) -> Any:
+    return statements().bounded_wait(seconds)
 
 
 def lock_timeout() -> str:
@@ -145,7 +155,7 @@ def test_bounded_wait_sets_the_sessions_innodb_wait_in_whole_seconds_and_puts_it
 
 @pytest.mark.mysql
 def test_on_mariadb_locking_a_root_is_one_statement_that_bounds_its_own_wait():
-    if not statements().waits_in_statement:
+    if not isinstance(statements(), MariaDB):
         pytest.skip("MySQL has no FOR UPDATE WAIT n; bounded_wait sets the session instead")
     instance = services.create("wizard", start=True)
     before = innodb_lock_wait_timeout()
@@ -195,13 +205,20 @@ def test_locking_a_root_takes_one_round_trip_and_leaves_the_lock_timeout_as_it_w
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL lock_timeout = '7s'")
-        with CaptureQueriesContext(connection) as queries:
+        lock_tree(instance.pk, timeout=2)  # the connection prepares its statements once
+        seen: list[str] = []
+
+        def record(execute, sql, params, many, context):
+            seen.append(dbutil.spelled_out(sql, params))
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(record):
             chain = lock_tree(instance.pk, timeout=2)
         assert lock_timeout() == "7s"
 
     assert [row.pk for row in chain] == [instance.pk]
-    assert len(queries) == 1
-    assert "set_config('lock_timeout', '2000ms', true)" in queries[0]["sql"]
+    assert len(seen) == 1
+    assert "set_config('lock_timeout', '2000ms', true)" in seen[0]
 
 
 @pytest.mark.postgres

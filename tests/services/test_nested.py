@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.exceptions import Busy, WorkflowNotMoved
 from django_workflows.models import WorkflowEvent, WorkflowInstance
-from django_workflows.services import locking
+from django_workflows.services.sql import statements
 from tests import dbutil
 from tests.factories import UserFactory
 
@@ -216,7 +216,7 @@ def test_the_locked_chain_runs_from_the_root_down():
     parent, child = at_check()
 
     with transaction.atomic():
-        chain = locking.lock_tree(str(child.pk), timeout=1)
+        chain = statements().lock_tree(str(child.pk), 1)
 
     assert [row.pk for row in chain] == [parent.pk, child.pk]
 

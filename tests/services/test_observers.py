@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
+from django.test import TestCase, override_settings
 
 from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.exceptions import WorkflowNotMoved
@@ -252,3 +252,20 @@ def test_observer_errors_are_logged(observed, raising_receiver, caplog):
     messages = [record.getMessage() for record in caplog.records]
     assert f"Observer of workflow event {instance.pk} #1 failed: " \
            "ValueError('receiver is broken')" in messages
+
+
+def test_with_nobody_listening_nothing_is_announced_after_commit():
+    with TestCase.captureOnCommitCallbacks() as after_commit:
+        services.create("wizard", start=True)
+
+    # The immediate runner had nothing to run, and no receiver or analytics hears events.
+    assert after_commit == []
+
+
+def test_a_receiver_gets_the_events_the_hot_path_saved_as_models(received):
+    instance = services.create("wizard", start=True)
+
+    event = received.calls[0][1]
+    assert event == WorkflowEvent.objects.get(instance=instance, sequence=1)
+    event.refresh_from_db()  # saved, as the ORM saves rows: it reads it back
+    assert event.instance.pk == instance.pk

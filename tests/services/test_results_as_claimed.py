@@ -1,4 +1,4 @@
-"""A worker's result on the instance as its claim read it (``finish_attempt(read=...)``).
+"""A worker's result on the instance as its claim read it (``finish_claimed``).
 
 On PostgreSQL the result is written in one statement if the instance did not change
 since the claim and the result runs no user code and writes nothing else;
@@ -72,10 +72,7 @@ def claimed_at(step_index: int = 0):
 
 
 def finish(claimed) -> bool:
-    token = claimed.work.token
-    return services.finish_attempt(token, AttemptOutcome(ok=True, value="done"),
-                                   instance_id=claimed.row.pk, claimed_at=claimed.at,
-                                   read=claimed.row)
+    return services.finish_claimed(claimed, AttemptOutcome(ok=True, value="done"))
 
 
 def row_of(instance) -> WorkflowInstance:

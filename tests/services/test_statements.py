@@ -15,7 +15,7 @@ from django.db import connections, transaction
 
 from django_workflows import services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
-from django_workflows.services.statements import statements
+from django_workflows.services.sql import statements
 from tests.dbutil import instance_locked_elsewhere
 
 pytestmark = pytest.mark.django_db
@@ -194,3 +194,50 @@ def test_an_instance_another_transaction_holds_is_not_written_and_not_waited_for
     saved = WorkflowInstance.objects.get(pk=row.pk)
     assert saved.revision == row.revision - 1 and not _also_written()
     assert not WorkflowEvent.objects.filter(instance=row, type="validate").exists()
+
+
+def statements_sent(action) -> list[str]:
+    sent: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connections["default"].execute_wrapper(record):
+        action()
+    return sent
+
+
+@pytest.mark.postgres
+def test_a_connection_prepares_its_hot_statements_once_then_executes_them():
+    instance = services.create("long-manual", start=True)
+    services.next(instance)  # prepared now, if not before
+
+    sent = statements_sent(lambda: services.next(instance))
+
+    assert not [sql for sql in sent if sql.startswith("PREPARE")]
+    assert any(sql.startswith("EXECUTE dwf_") for sql in sent)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_prepares_them_again():
+    instance = services.create("long-manual", start=True)
+    services.next(instance)
+    connections["default"].close()
+
+    sent = statements_sent(lambda: services.next(instance))
+
+    assert any(sql.startswith("PREPARE dwf_") for sql in sent)
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s2"
+
+
+@pytest.mark.postgres
+def test_without_prepared_statements_the_sql_is_sent_as_it_is(settings):
+    settings.DJANGO_WORKFLOWS = {"PREPARED_STATEMENTS": False}
+    instance = services.create("long-manual", start=True)
+
+    sent = statements_sent(lambda: services.next(instance))
+
+    assert not [sql for sql in sent if sql.startswith(("PREPARE", "EXECUTE"))]
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s1"

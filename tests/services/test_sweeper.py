@@ -18,10 +18,11 @@ from django.db import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
-from django_workflows import Operation, Step, Workflow, registry, services, sweeper
+from django_workflows import Operation, Step, Workflow, registry, services
 from django_workflows.models import Attempt, AttemptStatus, Deadline, SweepLease
+from django_workflows.runners import sweeper
+from django_workflows.runners.sweeper import Sweeper
 from django_workflows.services.sweep import LEASE, sweep_health
-from django_workflows.sweeper import Sweeper
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -258,7 +259,7 @@ def test_the_admin_shows_a_banner_while_work_waits_for_a_sweep(client, admin_use
 
 
 def test_the_task_of_an_earlier_versions_schedule_sweeps_once_and_returns(timed_step):
-    from django_workflows.tasks import sweep_loop
+    from django_workflows.runners.django_q.tasks import sweep_loop
 
     instance = services.create("timed", start=True)
     due_in(instance, -0.01)

@@ -14,7 +14,12 @@ from django.contrib.auth.models import Group
 from django.db import connection
 
 from django_workflows import services
-from django_workflows.exceptions import NotAllowed, StaleRevision, WorkflowNotMoved
+from django_workflows.exceptions import (
+    InvalidState,
+    NotAllowed,
+    StaleRevision,
+    WorkflowNotMoved,
+)
 from django_workflows.models import TaskCandidate, WorkflowInstance, WorkflowTask
 from django_workflows.services.access import visible_instances
 from django_workflows.testing import WorkflowTester
@@ -93,15 +98,48 @@ def test_someone_who_is_no_candidate_may_not_claim_or_complete(people):
             command()
 
 
-def test_writing_the_decision_into_the_state_is_no_way_round_the_candidates(people):
+def test_writing_the_decision_into_the_state_is_refused_naming_the_tasks_key(people):
     claim = waiting(people["ann"])
-    services.update_state(claim, {"amount": 10, "decision": {"decision": "approved"}},
-                          user=people["ann"])
 
-    with pytest.raises(WorkflowNotMoved) as refused:
-        services.next(claim, user=people["ann"])
+    with pytest.raises(InvalidState) as refused:
+        services.update_state(claim, {"amount": 10, "decision": {"decision": "approved"}},
+                              user=people["ann"])
 
-    assert refused.value.code == "task_open"
+    assert [(e.field, e.message) for e in refused.value.field_errors] == [(
+        "decision", '"decision" is written by the task of step "decision"; it cannot be set '
+                    "here")]
+    assert WorkflowInstance.objects.get(pk=claim.pk).state == {"amount": 10}
+
+
+def test_trusted_code_may_not_write_the_decision_either(people):
+    claim = waiting(people["ann"])
+
+    with pytest.raises(InvalidState):
+        services.update_state(claim, lambda state: {**state, "decision": {"decision": "ok"}})
+
+
+def test_a_claim_created_with_its_decision_is_refused_and_nothing_is_stored(people):
+    with pytest.raises(InvalidState) as refused:
+        services.create("approval", state={"amount": 10, "decision": {"decision": "approved"}},
+                        owner=people["ann"], user=people["ann"])
+
+    assert [e.field for e in refused.value.field_errors] == ["decision"]
+    assert not WorkflowInstance.objects.exists()
+
+
+def test_a_decided_claims_state_saved_whole_keeps_its_decision_and_changes_the_rest(people):
+    claim = decide(waiting(people["ann"]), people["mo"])
+
+    saved = services.update_state(claim, {**claim.state, "amount": 12}, user=people["ann"])
+
+    assert saved.state == {"amount": 12, "decision": {"decision": "approved"}}
+
+
+def test_a_decision_cannot_be_taken_out_of_the_state(people):
+    claim = decide(waiting(people["ann"]), people["mo"])
+
+    with pytest.raises(InvalidState):
+        services.update_state(claim, {"amount": 10}, user=people["ann"])
 
 
 def test_a_candidate_sees_the_instance_and_acts_on_the_task_only(people):

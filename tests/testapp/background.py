@@ -149,3 +149,12 @@ interruptible = register(Workflow(
            Step("done")],
     transitions=[Transition("work", "done")],
 ))
+
+# An operation with a timeout of its own (the Tasks runner's tests: the attempt is told to stop).
+op_timing_out = register(Workflow(
+    id="bg-op-timeout",
+    steps=[Step("work", advance="auto",
+                operations=[Operation("count", run=slow_counter, timeout=1)]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
+))

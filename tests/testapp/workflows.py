@@ -6,6 +6,8 @@ from django_workflows import Branch, Operation, Step, Task, Transition, Workflow
 
 from . import background  # noqa: F401 - registers the workflows of the qcluster tests
 from .models import Note
+from .schedules import SCHEDULES, report, tick  # noqa: F401 - registered from here
+from .waiting import payment, reminder  # noqa: F401 - registered from here
 
 
 def _require_email(ctx):

@@ -1,0 +1,159 @@
+"""The Tasks runner with real workers and nothing else running: `db_worker` processes of the
+database backend (PostgreSQL, MariaDB and SQLite) and `rqworker` processes over Redis
+(tests/tasks_workers.py). What the django-q2 tests check on every runner is in
+test_qcluster.py; here, what is the Tasks runner's own: its sweep, which nothing but the
+workers runs, the backend's part in a crash, and what it keeps.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.core.checks import run_checks
+from django.utils import timezone
+
+from django_workflows import services
+from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
+from django_workflows.models import Attempt, AttemptStatus, SweepLease, WorkflowInstance
+from django_workflows.services.sweep import LEASE
+from tests.background.conftest import TASKS_RUNNERS
+from tests.qcluster import wait_for
+from tests.testapp.models import Note
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module", params=TASKS_RUNNERS)
+def broker(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def reload(instance: WorkflowInstance) -> WorkflowInstance:
+    return WorkflowInstance.objects.get(pk=instance.pk)
+
+
+def notes() -> list[str]:
+    return list(Note.objects.order_by("pk").values_list("text", flat=True))
+
+
+def operation(instance: WorkflowInstance, operation_id: str) -> dict:
+    return next(op for op in instance.operations if op["id"] == operation_id)
+
+
+def until(instance: WorkflowInstance, condition, what: str, timeout: float = 20.0
+          ) -> WorkflowInstance:
+    wait_for(lambda: condition(reload(instance)), timeout=timeout, message=what)
+    return reload(instance)
+
+
+def swept_lately() -> SweepLease | None:
+    row = SweepLease.objects.filter(name=LEASE).first()
+    recent = timezone.now() - timedelta(seconds=3)
+    return row if row and row.swept_at and row.swept_at > recent else None
+
+
+def test_an_operation_runs_on_the_backends_worker(cluster):
+    instance = services.create("bg-retrying", state={"fail_times": 1}, start=True)
+
+    row = until(instance, lambda row: row.current_step == "done", "the workflow to reach done")
+
+    assert operation(row, "flaky")["attempt"] == 2
+    assert notes() == ["flaky attempt 1", "flaky attempt 2"]
+
+
+def test_a_step_timeout_fires_with_nothing_but_the_workers_running(cluster):
+    instance = services.create("bg-timeout", state={"sleep": 3}, start=True)
+
+    row = until(instance, lambda row: row.status == "failed", "the step to time out",
+                timeout=15)
+
+    assert row.errors == ['Workflow step "work" timed out after 1s']
+    assert wait_for(swept_lately, timeout=5, message="a recent sweep")
+    assert not [m for m in run_checks(databases=["default"])
+                if m.id == "django_workflows.W030"]
+
+
+def test_kill_9_of_the_worker_running_an_attempt_is_recovered_and_not_run_twice(
+        enqueue_to, clusters, transactional_db):
+    clusters.get(enqueue_to)
+    instance = services.create("bg-interruptible", state={"steps": 15, "tick": 0.2},
+                               start=True)
+    running = wait_for(lambda: Attempt.objects.filter(
+        instance=instance, target="count", status=AttemptStatus.RUNNING,
+        progress__isnull=False).first(), timeout=20, message="the counter to report progress")
+
+    clusters.current.kill_worker_of(running)  # the other worker goes on, and sweeps
+    killed_at = time.monotonic()
+
+    row = until(instance, lambda row: row.status == "failed", "the heartbeat to expire")
+    assert time.monotonic() - killed_at < 3 + 10  # HEARTBEAT_TIMEOUT 3 s, then a sweep
+    assert row.errors == [INTERRUPTED_WORKFLOW]
+    assert operation(row, "count")["error"] == {"name": "OperationInterruptedError",
+                                                "message": INTERRUPTED_OPERATION}
+    services.retry(instance)  # to the worker that is left (RQ's main process forks another)
+    row = until(instance, lambda row: row.current_step == "done", "the retried counter")
+    assert notes() == ["prepared", "slow counter finished"]
+    assert [a.status for a in Attempt.objects.filter(instance=instance, target="count")
+            .order_by("enqueued_at")] == ["interrupted", "finished"]
+
+
+def test_an_operations_own_timeout_tells_the_running_work_to_stop(cluster):
+    instance = services.create("bg-op-timeout", state={"steps": 50, "tick": 0.2}, start=True)
+
+    row = until(instance, lambda row: row.status == "failed", "the operation to time out")
+    attempt = wait_for(lambda: Attempt.objects.filter(
+        instance=instance, status__in=(AttemptStatus.FINISHED, AttemptStatus.DROPPED)).first(),
+        timeout=10, message="the attempt to stop")
+
+    count = operation(row, "count")
+    assert (count["status"], count["error"]["message"]) == ("failed",
+                                                            "Operation timed out after 1s")
+    assert attempt.progress["current"] < 50
+    time.sleep(0.5)  # the counter would have gone on ticking
+    assert "slow counter finished" not in notes()
+
+
+def test_the_workers_keep_the_sweep_recorded_with_nothing_else_running(cluster):
+    services.create("bg-retrying", start=True)  # a Task in a worker: its sweeper starts
+    first = wait_for(swept_lately, timeout=10, message="a sweep")
+
+    later = wait_for(lambda: (row := swept_lately()) and row.swept_at > first.swept_at and row,
+                     timeout=10, message="the sweep to be recorded again")
+
+    if cluster.runner == "tasks-db":  # a sweeper thread in a db_worker leads
+        assert int(later.holder.split(":")[1]) in cluster.pids()
+    else:  # RQ forks a process per Task: the chain of sweep Tasks sweeps
+        assert later.holder.startswith("tasks:")
+
+
+def test_chains_started_again_and_again_end_but_one(cluster):
+    from django_workflows.runners.tasks.sweep import CHAIN, start_chain
+
+    for _ in range(4):
+        start_chain()
+
+    wait_for(lambda: pending_sweeps(cluster.runner) <= 1, timeout=15,
+             message="the extra chains to end")
+    time.sleep(1)  # and none comes back
+    assert pending_sweeps(cluster.runner) <= 1
+    assert SweepLease.objects.get(name=CHAIN).held_until > timezone.now()
+
+
+def pending_sweeps(runner: str) -> int:
+    """Runs of the sweep's chain waiting in the backend (queued or deferred)."""
+    if runner == "tasks-db":
+        from django_tasks_db.models import DBTaskResult
+
+        return DBTaskResult.objects.filter(
+            task_path="django_workflows.runners.tasks.sweep.chain_run", status="READY").count()
+    import django_rq
+    from rq.registry import ScheduledJobRegistry
+
+    from tests.tasks_workers import queue_name
+
+    queue = django_rq.get_queue(queue_name())
+    jobs = [queue.fetch_job(id) for id in
+            [*queue.job_ids, *ScheduledJobRegistry(queue=queue).get_job_ids()]]
+    return sum(1 for job in jobs if job is not None and job.func_name.endswith(".sweep"))

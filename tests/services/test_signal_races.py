@@ -1,0 +1,167 @@
+"""Signals in races, with real threads on a database with real row locks (PostgreSQL,
+MariaDB): each race comes out one way, and the events say which.
+
+Each round starts both sides at a barrier, so they meet at the row lock; every join has
+a timeout, so a deadlock fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from django_workflows import services
+from django_workflows.exceptions import Busy, WorkflowNotMoved
+from django_workflows.models import (
+    Deadline,
+    SignalStatus,
+    WorkflowEvent,
+    WorkflowInstance,
+    WorkflowSignal,
+)
+from tests import dbutil
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
+
+ROUNDS = 8
+JOIN_TIMEOUT = 30.0
+PAID = {"amount": 12}
+
+
+def both_at_once(*sides: Callable[[], Any]) -> list[Any]:
+    """Run each side in a thread of its own (its own connection), started together; what
+    each returned or raised."""
+    barrier = threading.Barrier(len(sides), timeout=JOIN_TIMEOUT)
+    results: list[Any] = [None] * len(sides)
+
+    def run(index: int, side: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[index] = side()
+        except Exception as error:  # what a side raised is its answer
+            results[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, side), daemon=True)
+               for i, side in enumerate(sides)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN_TIMEOUT)
+    assert not any(thread.is_alive() for thread in threads), "a side never finished"
+    return results
+
+
+def waiting_order(intent: str) -> WorkflowInstance:
+    instance = services.create("payment", state={"intent": intent, "payment": None},
+                               start=True)
+    return services.next(instance)
+
+
+def kinds(instance: WorkflowInstance) -> list[str]:
+    return list(WorkflowEvent.objects.filter(instance=instance).order_by("sequence")
+                .values_list("type", flat=True))
+
+
+def test_a_signal_against_a_cancel_is_taken_before_it_or_refused_after_it():
+    outcomes: Counter[str] = Counter()
+    for round_ in range(ROUNDS):
+        instance = waiting_order(f"pi_cancel_{round_}")
+
+        signalled, cancelled = both_at_once(
+            lambda i=instance: services.signal("payment", "payment-confirmed", PAID,
+                                               instance=i, message_id=f"evt_{i.pk}"),
+            lambda i=instance: services.cancel(i))
+
+        row = WorkflowInstance.objects.get(pk=instance.pk)
+        assert not isinstance(cancelled, Exception), cancelled
+        assert row.status == "cancelled"
+        events = kinds(row)
+        if isinstance(signalled, WorkflowNotMoved):
+            assert signalled.code == "not_waiting"
+            assert "signal" not in events  # cancelled first: the signal found it finished
+            # Not recorded (it saw the cancel before it stored), or recorded as refused.
+            assert list(WorkflowSignal.objects.filter(message_id=f"evt_{instance.pk}")
+                        .values_list("status", flat=True)) in ([], [SignalStatus.REFUSED])
+            outcomes["cancel first"] += 1
+        else:
+            assert [i.pk for i in signalled.taken_by] == [instance.pk]
+            assert events.index("signal") < events.index("cancel")  # taken, then cancelled
+            assert row.state["payment"] == PAID
+            outcomes["signal first"] += 1
+    print(dict(outcomes))
+    assert sum(outcomes.values()) == ROUNDS
+
+
+def test_two_deliveries_of_one_message_id_move_the_instance_once():
+    for round_ in range(ROUNDS):
+        instance = waiting_order(f"pi_twice_{round_}")
+
+        first, second = both_at_once(*[
+            lambda i=instance, amount=amount: services.signal(
+                "payment", "payment-confirmed", {"amount": amount}, instance=i,
+                message_id=f"evt_{i.pk}") for amount in (1, 2)])
+
+        assert not isinstance(first, Exception) and not isinstance(second, Exception)
+        assert sorted([first.repeated, second.repeated]) == [False, True]
+        row = WorkflowInstance.objects.get(pk=instance.pk)
+        assert kinds(row).count("signal") == 1 and row.current_step == "ship"
+        assert WorkflowSignal.objects.filter(message_id=f"evt_{instance.pk}").count() == 1
+
+
+def test_a_signal_at_the_moment_its_timeout_fires_either_arrives_or_times_out():
+    outcomes: Counter[str] = Counter()
+    for round_ in range(ROUNDS):
+        instance = waiting_order(f"pi_late_{round_}")
+        deadline = Deadline.objects.get(instance=instance, kind="signal-timeout")
+
+        signalled, fired = both_at_once(
+            lambda i=instance: services.signal("payment", "payment-confirmed", PAID,
+                                               instance=i),
+            lambda d=deadline: services.fire_deadline(d.pk))
+
+        row = WorkflowInstance.objects.get(pk=instance.pk)
+        events = kinds(row)
+        assert not isinstance(signalled, Exception), signalled
+        if fired:
+            assert row.status == "failed" and "signal-timeout" in events
+            assert "signal" not in events and signalled.kept  # kept for a retry's wait
+            outcomes["timed out"] += 1
+        else:
+            assert row.current_step == "ship" and "signal-timeout" not in events
+            assert [i.pk for i in signalled.taken_by] == [instance.pk]
+            outcomes["arrived"] += 1
+        assert not Deadline.objects.filter(instance=instance).exists()
+    print(dict(outcomes))
+    assert sum(outcomes.values()) == ROUNDS
+
+
+def test_a_signal_to_a_busy_instance_is_kept_and_its_repeat_hands_it_over(settings):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "LOCK_TIMEOUT": 0.5}
+    instance = waiting_order("pi_busy")
+
+    with dbutil.instance_locked_elsewhere(instance.pk), pytest.raises(Busy):
+        services.signal("payment", "payment-confirmed", PAID, instance=instance,
+                        message_id="evt_busy")
+    assert WorkflowSignal.objects.get(message_id="evt_busy").status == SignalStatus.KEPT
+    again = services.signal("payment", "payment-confirmed", PAID, instance=instance,
+                            message_id="evt_busy")  # the provider sends it again
+
+    assert again.repeated and [i.pk for i in again.taken_by] == [instance.pk]
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "ship"
+
+
+def test_a_busy_instance_does_not_keep_a_signal_from_the_others_waiting_with_it(settings):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "LOCK_TIMEOUT": 0.5}
+    first, busy = waiting_order("pi_shared"), waiting_order("pi_shared")
+
+    with dbutil.instance_locked_elsewhere(busy.pk):
+        sent = services.signal("payment", "payment-confirmed", PAID, correlation="pi_shared")
+    assert [i.pk for i in sent.taken_by] == [first.pk]
+    assert WorkflowSignal.objects.get(pk=sent.signal.pk).taken_by == [str(first.pk)]
