@@ -35,11 +35,15 @@ if HAS_DJANGO_Q:
 # Swagger UI at /api/docs/, served from drf-spectacular-sidecar: no CDN needed.
 HAS_API = importlib.util.find_spec("rest_framework") is not None
 if HAS_API:
-    INSTALLED_APPS += ["rest_framework", "django_filters", "drf_spectacular",
-                       "drf_spectacular_sidecar"]
+    INSTALLED_APPS += ["rest_framework", "rest_framework.authtoken", "django_filters",
+                       "drf_spectacular", "drf_spectacular_sidecar"]
     REST_FRAMEWORK = {
+        # The session for the shop's pages and the admin; a token for scripts
+        # (`manage.py drf_create_token alice`); Basic for a quick `curl -u`, which pays a
+        # password hash per request.
         "DEFAULT_AUTHENTICATION_CLASSES": [
             "rest_framework.authentication.SessionAuthentication",
+            "rest_framework.authentication.TokenAuthentication",
             "rest_framework.authentication.BasicAuthentication",
         ],
         "EXCEPTION_HANDLER": "django_workflows.api.errors.exception_handler",
@@ -121,22 +125,44 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 STATIC_URL = "/static/"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "wizard"
-# The shop's emails (order shipped, expense rejected) are printed, not sent. Django 6.1
-# configures email through MAILERS and deprecates EMAIL_BACKEND; 5.2 and 6.0 know only that.
+# The shop's emails (order shipped, expense rejected, the email confirmation link) are
+# printed, not sent, and kept in the demo's mailbox (shop/mailbox.py: the admin's Shop >
+# Sent emails, whose links the tour opens). Django 6.1 configures email through MAILERS
+# and deprecates EMAIL_BACKEND; 5.2 and 6.0 know only that.
 if django.VERSION >= (6, 1):
-    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+    MAILERS = {"default": {"BACKEND": "example_project.shop.mailbox.EmailBackend"}}
 else:
-    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    EMAIL_BACKEND = "example_project.shop.mailbox.EmailBackend"
+# The shop's schedules (shop/workflows.py: the nightly stock report) are registered.
+SHOP_SCHEDULES = True
+# Where the site answers, for the links in its emails.
+SHOP_SITE_URL = os.environ.get("SHOP_SITE_URL") or \
+    f"http://127.0.0.1:{os.environ.get('DWF_DEMO_PORT') or 8000}"
 
 # The shop's fake payment provider (example_project/shop/payments.py): by default a
 # fifth of the charge requests fail (the workflow retries them) and the bank takes a
-# few seconds to confirm, so retries and progress can be seen in the admin; the slow
-# bank (the tour's slow order, pm_card_slow) takes five minutes: time for the tour.
+# few seconds to confirm, so retries and the wait for the bank can be seen in the admin;
+# the slow bank (the tour's slow order, pm_card_slow) takes five minutes: time for the
+# tour. The provider tells the shop with a webhook signed with WEBHOOK_SECRET, POSTed to
+# WEBHOOK_URL (./scripts/demo sets it to its /hooks/payments/); without one, it hands the
+# request to the shop's webhook view in its own process.
 SHOP_PAYMENTS = {
     "FAILURE_RATE": float(os.environ.get("SHOP_PAYMENT_FAILURE_RATE", "0.2")),
     "LOST_RESPONSE_RATE": float(os.environ.get("SHOP_PAYMENT_LOST_RESPONSE_RATE", "0")),
     "LATENCY": float(os.environ.get("SHOP_PAYMENT_LATENCY", "3")),
     "SLOW_LATENCY": float(os.environ.get("SHOP_PAYMENT_SLOW_LATENCY", "300")),
+    "WEBHOOK_URL": os.environ.get("SHOP_PAYMENT_WEBHOOK_URL") or None,
+    "WEBHOOK_SECRET": os.environ.get("SHOP_PAYMENT_WEBHOOK_SECRET")
+    or "whsec_demo_not_secret",
+}
+# How long the shop waits for the world outside (shop/times.py), in seconds: the bank's
+# confirmation (longer than the slow bank), the reminder of a declined card (three days in
+# a shop; a minute in the demo, to see it fire) and the email confirmation link's life.
+SHOP_TIMES = {
+    "PAYMENT_CONFIRMATION": float(os.environ.get("SHOP_PAYMENT_CONFIRMATION_TIMEOUT") or
+                                  max(600, SHOP_PAYMENTS["SLOW_LATENCY"] + 300)),
+    "PAYMENT_REMINDER": float(os.environ.get("SHOP_PAYMENT_REMINDER_AFTER", "60")),
+    "EMAIL_LINK": float(os.environ.get("SHOP_EMAIL_LINK_MAX_AGE", str(3 * 24 * 3600))),
 }
 
 # PostgreSQL instead of SQLite (the load test, bench/load.py, runs the site on it):
@@ -156,10 +182,26 @@ if HAS_DJANGO_Q:
         # Each worker also runs a sweeper thread (one sweeps at a time); none is held by it.
         "workers": int(os.environ.get("DWF_DEMO_WORKERS", "4")),
         "timeout": 60,
-        # Longer than any task runs: the slow bank's charge attempt (SLOW_LATENCY + 15 s,
-        # shop/fulfilment.py) and a heartbeat timeout after it, or the broker would hand
+        # Longer than any task runs: the slow bank's confirmation attempt (SLOW_LATENCY +
+        # 15 s, shop/bank.py) and a heartbeat timeout after it, or the broker would hand
         # it to a second worker while the first still waits for the bank.
         "retry": max(120, int(SHOP_PAYMENTS["SLOW_LATENCY"]) + 120),
         "max_attempts": 1,
         "catch_up": False,
     }
+
+# Prometheus metrics at /metrics and OpenTelemetry traces, each when its extra is installed
+# (docs/observability.md). A scraper sends "Authorization: Bearer $METRICS_TOKEN"; a
+# signed-in operator may read the page too. DWF_TRACES=console prints the spans.
+HAS_METRICS = importlib.util.find_spec("prometheus_client") is not None
+HAS_OTEL = importlib.util.find_spec("opentelemetry.sdk") is not None
+DJANGO_WORKFLOWS = {"METRICS": HAS_METRICS, "TRACING": HAS_OTEL,
+                    "METRICS_TOKEN": os.environ.get("METRICS_TOKEN") or None}
+if HAS_OTEL and os.environ.get("DWF_TRACES") == "console":
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    _tracer_provider = TracerProvider()
+    _tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(_tracer_provider)

@@ -20,8 +20,18 @@ def api_urls() -> list[URLPattern | URLResolver]:
     ]
 
 
+def metrics_urls() -> list[URLPattern | URLResolver]:
+    """Prometheus's /metrics (when the [metrics] extra is there)."""
+    if importlib.util.find_spec("prometheus_client") is None:
+        return []
+    from django_workflows.observability.views import metrics_view
+
+    return [path("metrics", metrics_view, name="metrics")]
+
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     *api_urls(),
+    *metrics_urls(),
     path("", include("example_project.shop.urls")),  # /, /wizard/, /accounts/login/, ...
 ]

@@ -1,19 +1,26 @@
-"""The shop's rows in the admin: what the workflows charged, refunded, reserved and shipped."""
+"""The shop's rows in the admin: what the workflows charged, refunded, reserved and shipped,
+the emails the demo's mailbox kept, and the nightly stock reports."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.utils.html import format_html_join, linebreaks, urlize
+from django.utils.safestring import SafeString, mark_safe
 
 from .models import (
     Charge,
     CourierBooking,
     Customer,
+    Payment,
     Refund,
     Reimbursement,
+    SentEmail,
     Shipment,
     StockItem,
+    StockReport,
     StockReservation,
 )
+from .stock_report import LOW_STOCK
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -32,6 +39,12 @@ class ChargeAdmin(ReadOnlyAdmin):
                     "created_at"]
     list_filter = ["status", "payment_method"]
     search_fields = ["id", "reference", "idempotency_key"]
+
+
+@admin.register(Payment)
+class PaymentAdmin(ReadOnlyAdmin):
+    list_display = ["order", "charge", "created_at"]
+    search_fields = ["order", "charge"]
 
 
 @admin.register(Refund)
@@ -63,9 +76,49 @@ class ShipmentAdmin(ReadOnlyAdmin):
 
 @admin.register(Customer)
 class CustomerAdmin(ReadOnlyAdmin):
-    list_display = ["name", "email", "plan", "user", "created_at"]
+    list_display = ["name", "email", "email_confirmed_at", "plan", "user", "created_at"]
 
 
 @admin.register(Reimbursement)
 class ReimbursementAdmin(ReadOnlyAdmin):
     list_display = ["expense", "employee", "amount_cents", "currency", "created_at"]
+
+
+@admin.register(SentEmail)
+class SentEmailAdmin(ReadOnlyAdmin):
+    """The demo's mailbox (mailbox.py): open an email to follow the links in it."""
+
+    list_display = ["sent_at", "to", "subject"]
+    search_fields = ["to", "subject"]
+    fields = readonly_fields = ("sent_at", "to", "subject", "message")
+
+    @admin.display(description="Message")
+    def message(self, email: SentEmail) -> SafeString:
+        # urlize escapes the text and makes its links clickable.
+        return mark_safe(linebreaks(urlize(email.body, nofollow=True, autoescape=True),
+                                   autoescape=False))
+
+
+@admin.register(StockReport)
+class StockReportAdmin(ReadOnlyAdmin):
+    list_display = ["date", "articles", "running_low", "created_at"]
+    fields = readonly_fields = ("date", "run", "created_at", "table")
+
+    @admin.display(description="Articles")
+    def articles(self, report: StockReport) -> int:
+        return len(report.lines)
+
+    @admin.display(description="Running low")
+    def running_low(self, report: StockReport) -> str:
+        return ", ".join(line["sku"] for line in report.lines
+                         if line["available"] < LOW_STOCK) or "none"
+
+    @admin.display(description="Stock")
+    def table(self, report: StockReport) -> SafeString:
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                                "<td>{}</td></tr>",
+                                ((line["sku"], line["name"], line["on_hand"], line["reserved"],
+                                  line["available"]) for line in report.lines))
+        return mark_safe("<table><thead><tr><th>SKU</th><th>Article</th><th>On hand</th>"
+                         f"<th>Reserved</th><th>Available</th></tr></thead><tbody>{rows}"
+                         "</tbody></table>")

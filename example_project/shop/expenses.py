@@ -10,6 +10,8 @@ claim -> approval -> payout     (approved)
   the ``directors`` may too. The decision is recorded with who made it.
 * The ``exit_guard`` refuses to cancel a claim once it was approved, saying why:
   the money is on its way, so it must be paid out (or rolled back) instead.
+* Each new claim is numbered ``E-2026-0001`` and on, a sequence per year, as its
+  ``reference`` (:mod:`.claim_references`).
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ expense_approval = Workflow(
     migrate=decision_in_approval,
     exit_guard=refuse_cancel_once_approved,
     permission=claim_permission,
+    reopen_completed=False,  # a paid claim is not reopened by one click on Back
     steps=[
         Step("claim", title="Claim", validate=validate_claim),
         # A manager decides, and never on their own claim; after two days, directors too.
@@ -145,7 +148,9 @@ expense_approval = Workflow(
              skippable=False,
              task=Task(DECISION_FORM, title="Decide on an expense claim",
                        candidates=["group:managers"], exclude_owner=True,
-                       due=timedelta(days=2), escalate_to=["group:directors"])),
+                       due=timedelta(days=2), escalate_to=["group:directors"],
+                       show=["employee", "amount", "currency", "category", "description",
+                             "receipt"])),
         Step("payout", title="Pay back", advance="auto",
              operations=[Operation("reimburse", title="Pay the employee back", run=reimburse,
                                    retries=3, retry_delay=60, backoff=2)]),

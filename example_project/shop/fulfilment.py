@@ -1,15 +1,24 @@
-"""Order fulfilment: a back-office process that runs on its own (every step ``auto``).
+"""Order fulfilment: a back-office process that runs on its own.
 
-payment -> preparation (stock || courier) -> shipment -> completion
+payment -> confirmation -> preparation (stock || courier) -> shipment -> completion
+                        `-> unpaid (the bank never confirmed)
 
 * ``payment`` charges the card at the (fake) payment provider
   (:mod:`example_project.shop.payments`): retried with exponential backoff when
   the provider is unavailable, bounded by a ten-minute step timeout, refunded
   by its ``rollback``. The idempotency key names the order and the card, so a
   retry after a lost answer finds the first charge instead of charging twice.
-  One attempt waits for the bank to confirm: its timeout leaves room for the
-  slow bank (``SLOW_LATENCY``, minutes in the demo).
-  A declined card blocks the order until someone gives another card.
+  The charge is pending: the shop records its id (a :class:`Payment` row).
+  A declined card blocks the order until someone gives another card, and the
+  customer is reminded of it later (:mod:`.reminders`, a timer).
+* ``confirmation`` waits for the bank, without polling: for the signal
+  ``payment-confirmed``, which the provider's signed webhook sends
+  (:mod:`.webhooks`), addressed by the charge's id (its correlation). Its
+  payload is checked against ``PAYMENT_CONFIRMED`` and kept in the state under
+  ``payment``. A webhook that comes before the order waits is kept, and taken
+  the moment it does. If none comes within ``SHOP_TIMES["PAYMENT_CONFIRMATION"]``
+  (``on_timeout="continue"``: ``payment`` is then None), the order goes to
+  ``unpaid``, which cancels the charge at the provider and tells the customer.
 * ``preparation`` reserves stock and books a courier in parallel; each branch
   has a compensation that undoes it when the order is rolled back.
 * ``shipment`` prints a label per parcel (progress and log lines show it).
@@ -17,8 +26,9 @@ payment -> preparation (stock || courier) -> shipment -> completion
 
 What a customer sends is an order, not a price: the total comes from the
 shop's catalogue when the card is charged. A customer places, follows and may
-cancel their order (``order_permission``); the payment, the preparation and
-the shipment cannot be skipped by anyone.
+cancel their order (``order_permission``); the payment, the wait for the bank,
+the preparation and the shipment cannot be skipped by anyone, and only the
+signal (or its timeout) writes ``payment``.
 """
 
 from __future__ import annotations
@@ -29,20 +39,20 @@ from typing import Any
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
-from django.utils import timezone
 
 from django_workflows import (
     Branch,
     HookContext,
     Operation,
     OperationContext,
+    Signal,
     Step,
     Transition,
     Workflow,
 )
 
-from . import payments
-from .models import Charge, CourierBooking, Shipment, StockItem, StockReservation
+from . import payments, reminders, times
+from .models import Charge, CourierBooking, Payment, Shipment, StockItem, StockReservation
 
 # Which courier delivers to which country; others cannot be shipped to.
 COURIERS = {"DE": "Parcelway", "FR": "Parcelway", "NL": "Parcelway", "GB": "Royal Post",
@@ -125,28 +135,49 @@ def charge_payment(ctx: OperationContext) -> dict[str, Any]:
             reference=ctx.instance_id, idempotency_key=payment_key(ctx.instance_id, method))
     except payments.CardDeclined as error:
         # Retrying the same card will not help: wait until someone gives another one.
+        reminders.remind_later(ctx.instance_id, method)
         ctx.block(f"{error}: give another payment method to go on")
-    wait = max((charge.settles_at - charge.created_at).total_seconds(), 0.0)
-    while (charge := payments.retrieve_charge(charge.id)).status == Charge.PENDING:
-        waited = (timezone.now() - charge.created_at).total_seconds()
-        ctx.progress(round(min(waited, wait), 1), wait, "Waiting for the bank to confirm")
-        ctx.sleep(0.5)  # raises when the order is cancelled or the attempt timed out
-    ctx.progress(wait, wait, "Confirmed")
-    ctx.log(f"Charge {charge.id} confirmed")
+    Payment.objects.update_or_create(order=ctx.instance_id, defaults={"charge": charge.id})
+    ctx.log(f"Charge {charge.id} made: the order waits for the bank to confirm it")
     return {"charge": charge.id, "amount_cents": amount, "currency": state["currency"]}
+
+
+def charge_to_confirm(ctx: HookContext) -> str | None:
+    """The provider's id of the order's charge: the provider's webhook names it."""
+    payment = Payment.objects.filter(order=ctx.instance_id).first()
+    return payment.charge if payment else None
+
+
+# The payload of the signal payment-confirmed (webhooks.py makes it of the provider's event).
+PAYMENT_CONFIRMED = {
+    "type": "object", "required": ["charge", "amount_cents", "currency"],
+    "additionalProperties": False,
+    "properties": {"charge": {"type": "string", "maxLength": 40},
+                   "amount_cents": {"type": "integer", "minimum": 1},
+                   "currency": {"enum": ["EUR", "USD", "GBP"]}},
+}
+
+
+def paid(ctx: HookContext) -> bool:
+    return ctx.state.get("payment") is not None
 
 
 def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None:
     # Without a result (the last attempt failed, was cancelled, or its worker died) a
     # charge may still have been made, its answer lost: ask the provider. A charge the
-    # bank has not confirmed yet cannot be refunded: wait for it first.
+    # bank is confirming cannot be refunded yet: wait for it first. One the bank will
+    # never confirm (it waits for the customer) is cancelled: no money moved.
     if result:
         charge_ids = [result["charge"]]
     else:
         charge_ids = [c.id for c in payments.charges_for(ctx.instance_id)
                       if c.status != Charge.DECLINED]
     for charge_id in charge_ids:
-        if (charge := payments.retrieve_charge(charge_id)).status == Charge.PENDING:
+        charge = payments.retrieve_charge(charge_id)
+        if charge.status == Charge.REQUIRES_ACTION:
+            charge = payments.cancel_charge(charge_id)
+            ctx.log(f"Cancelled {charge_id}, which the bank had not confirmed")
+        if charge.status == Charge.PENDING:
             ctx.log(f"Waiting for the bank to confirm {charge_id} before refunding it")
         while charge.status == Charge.PENDING:
             ctx.sleep(0.5)
@@ -157,20 +188,39 @@ def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None
         ctx.log(f"Refunded {charge_id} ({refund.id})")
 
 
-def attempt_timeout() -> float:
-    """Seconds one charge attempt may take: the wait for the bank included, the slow one's
-    too (the demo's slow order pays for minutes, in one attempt, with its progress)."""
-    return max(45.0, payments.config()["SLOW_LATENCY"] + 15)
-
-
 charge = Operation(
     "charge-card", title="Charge the card",
-    description="Charge the order's total at the payment provider and wait for the bank.",
+    description="Charge the order's total at the payment provider; the bank confirms it "
+                "later, by webhook.",
     metadata={"provider": "fake"},
     run=charge_payment, rollback=refund_payment,
     retries=10, retry_delay=2, backoff=2, max_retry_delay=120,
-    timeout=attempt_timeout(),  # one attempt, including the wait for the bank
+    # One attempt: a request to the provider. A rollback may wait for the slow bank.
+    timeout=max(45.0, float(payments.config()["SLOW_LATENCY"]) + 15),
 )
+
+
+# -- an order the bank never confirmed ------------------------------------------------------
+
+
+def cancel_unconfirmed(ctx: OperationContext) -> dict[str, Any]:
+    """Cancel the charge the bank did not confirm in time, and tell the customer."""
+    payment = Payment.objects.filter(order=ctx.instance_id).first()
+    status = None
+    if payment is not None:
+        status = payments.cancel_charge(payment.charge).status
+        if status == Charge.SUCCEEDED:
+            # Its confirmation came after the order stopped waiting: a person decides.
+            ctx.block(f"The bank confirmed {payment.charge} after the order stopped "
+                      "waiting for it: roll the order back to refund it")
+        ctx.log(f"Charge {payment.charge} is {status}: nothing was taken")
+    customer = ctx.state["customer"]
+    send_mail(f"Your order {ctx.state['order_number']} was not paid",
+              f"Hello {customer['name']},\n\nyour bank did not confirm the payment for your "
+              "order, so we cancelled it. Nothing was charged.\n",
+              "shop@example.com", [customer["email"]])
+    ctx.log(f"Emailed {customer['email']}")
+    return {"charge": payment.charge if payment else None, "status": status}
 
 
 # -- preparation: two branches in parallel ------------------------------------------------
@@ -275,10 +325,18 @@ fulfilment = Workflow(
     state_schema=ORDER_SCHEMA,
     migrate=without_client_prices,
     permission=order_permission,
+    reopen_completed=False,  # a shipped order is not reopened by one click on Back
     steps=[
         # Nobody ships an unpaid order: the payment cannot be skipped, not even by staff.
         Step("payment", title="Take payment", advance="auto", timeout=600,
              operations=[charge], skippable=False),
+        # The bank answers through the provider's webhook, by the charge's id; only the
+        # signal (or its timeout: None) writes "payment", and the transitions read it.
+        Step("confirmation", title="Wait for the bank", skippable=False,
+             wait=Signal("payment-confirmed", correlate=charge_to_confirm,
+                         schema=PAYMENT_CONFIRMED, into="payment",
+                         timeout=times.seconds("PAYMENT_CONFIRMATION"),
+                         on_timeout="continue")),
         Step("preparation", title="Reserve stock and book a courier", advance="auto",
              timeout=120, skippable=False,
              parallel=[Branch("reserve-stock", run=reserve_stock, compensate=release_stock),
@@ -290,9 +348,15 @@ fulfilment = Workflow(
         Step("completion", title="Tell the customer", advance="auto",
              operations=[Operation("email-customer", title="Email the customer",
                                    run=email_customer, retries=3, retry_delay=30, backoff=2)]),
+        Step("unpaid", title="Cancel the unconfirmed payment", advance="auto",
+             operations=[Operation("cancel-charge", title="Cancel the charge, tell the customer",
+                                   run=cancel_unconfirmed, retries=3, retry_delay=30,
+                                   backoff=2)]),
     ],
     transitions=[
-        Transition("payment", "preparation"),
+        Transition("payment", "confirmation"),
+        Transition("confirmation", "preparation", label="paid", when=paid),
+        Transition("confirmation", "unpaid", label="not confirmed in time"),
         Transition("preparation", "shipment"),
         Transition("shipment", "completion"),
     ],

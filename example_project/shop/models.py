@@ -12,7 +12,8 @@ from django.db import models
 
 
 class Customer(models.Model):
-    """A customer, created when an onboarding is confirmed."""
+    """A customer, created when an onboarding is confirmed; their email address is
+    confirmed when they open the link the onboarding emails them."""
 
     onboarding = models.CharField(max_length=36, unique=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
@@ -21,16 +22,24 @@ class Customer(models.Model):
     email = models.EmailField()
     plan = models.CharField(max_length=20)
     created_at = models.DateTimeField(auto_now_add=True)
+    email_confirmed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"
 
 
 class Charge(models.Model):
-    """A charge at the (fake) payment provider. One per idempotency key, ever."""
+    """A charge at the (fake) payment provider. One per idempotency key, ever.
+
+    ``pending``: the bank confirms it at ``settles_at``; ``requires_action``: the bank waits
+    for the customer, who never comes (``pm_card_unconfirmed``); ``cancelled``: the shop
+    cancelled it before the bank confirmed it, and no money moved.
+    """
 
     PENDING, SUCCEEDED, DECLINED = "pending", "succeeded", "declined"
-    STATUSES = [(PENDING, "Pending"), (SUCCEEDED, "Succeeded"), (DECLINED, "Declined")]
+    REQUIRES_ACTION, CANCELLED = "requires_action", "cancelled"
+    STATUSES = [(PENDING, "Pending"), (REQUIRES_ACTION, "Waiting for the customer's bank"),
+                (SUCCEEDED, "Succeeded"), (DECLINED, "Declined"), (CANCELLED, "Cancelled")]
 
     id = models.CharField(max_length=40, primary_key=True)
     idempotency_key = models.CharField(max_length=200, unique=True)
@@ -45,6 +54,18 @@ class Charge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} {self.amount_cents / 100:.2f} {self.currency} ({self.status})"
+
+
+class Payment(models.Model):
+    """The shop's record of an order's charge at the provider (the newest, when a card was
+    declined first): the provider's webhook names the charge, the order waits for it."""
+
+    order = models.CharField(max_length=36, unique=True)
+    charge = models.CharField(max_length=40)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.charge} for {self.order}"
 
 
 class Refund(models.Model):
@@ -127,3 +148,39 @@ class Reimbursement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.amount_cents / 100:.2f} {self.currency} to {self.employee}"
+
+
+class SentEmail(models.Model):
+    """An email the shop sent, kept by the demo's mailbox (``mailbox.py``): the tour opens
+    the links in them from the admin."""
+
+    to = models.TextField()
+    subject = models.CharField(max_length=300)
+    body = models.TextField()
+    sent_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.subject} (to {self.to})"
+
+
+class StockReport(models.Model):
+    """The nightly stock report: what each article has on hand, reserved and available."""
+
+    run = models.CharField(max_length=36, unique=True)  # the stock-report instance
+    date = models.DateField()
+    lines = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"Stock report of {self.date}"
+
+
+class ClaimCounter(models.Model):
+    """The last expense claim number given in a year: claims are E-<year>-0001, -0002, …
+    (``claim_references.py``). Its row is locked while a claim is numbered."""
+
+    year = models.PositiveSmallIntegerField(primary_key=True)
+    last = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.year}: {self.last} claims"

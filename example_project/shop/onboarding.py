@@ -1,6 +1,6 @@
 """Customer onboarding: a wizard a new customer clicks through (``/wizard/``).
 
-profile -> plan -> identity (a nested identity check with a manual review) -> confirm
+profile -> plan -> identity (a nested identity check with a manual review) -> confirm -> email
 
 * ``profile`` is validated: the messages start with the field they are about
   (``"email: ..."``), so the wizard page shows each beside its field.
@@ -12,6 +12,11 @@ profile -> plan -> identity (a nested identity check with a manual review) -> co
   the child first, so the wizard walks through it as one flow.
 * ``confirm`` creates the :class:`~example_project.shop.models.Customer` when
   it is left; the row is written in the same transaction as the step.
+* ``email`` emails the customer a signed link and waits for the signal
+  ``email-confirmed``, which opening the link sends
+  (:mod:`.email_confirmation`); the customer's address is then confirmed. A
+  link not opened within ``SHOP_TIMES["EMAIL_LINK"]`` stops working, and the
+  onboarding ends without it (``on_timeout="continue"``).
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from django_workflows import HookContext, Step, Task, Transition, Workflow
+from django_workflows import HookContext, Signal, Step, Task, Transition, Workflow
 
+from . import times
+from .email_confirmation import EMAIL_CONFIRMED, mark_confirmed, send_link
 from .models import Customer
 
 PLANS = {"starter": "Starter (free)", "pro": "Pro", "team": "Team"}
@@ -101,6 +108,13 @@ def decision_in_review(persisted: dict[str, Any]) -> dict[str, Any]:
     return persisted
 
 
+def show_document(ctx: HookContext) -> list[tuple[str, Any]]:
+    """What the operator reviews: the document as the customer entered it."""
+    kind = ctx.state.get("document_type")
+    return [("Document", DOCUMENT_TYPES.get(kind, kind)),
+            ("Number", ctx.state.get("document_number") or "")]
+
+
 identity_check = Workflow(
     id="identity-check", version=2, title="Identity check",
     initial={"document_type": "passport", "document_number": ""},
@@ -119,7 +133,7 @@ identity_check = Workflow(
         # An operator decides, through the review task's form: the customer cannot.
         Step("review", title="Manual review", validate=validate_review, skippable=False,
              task=Task(REVIEW_FORM, title="Review an identity document",
-                       candidates=["group:operators"])),
+                       candidates=["group:operators"], show=show_document)),
         Step("rejected", title="Rejected", advance="auto", enter=reject),
     ],
     transitions=[
@@ -197,10 +211,16 @@ onboarding = Workflow(
              skippable=False),
         Step("confirm", title="Confirm", validate=validate_confirmation,
              leave=create_customer, skippable=False),
+        # Only opening the emailed link moves it on (the link is the proof); not a button.
+        Step("email", title="Your email", enter=send_link, leave=mark_confirmed,
+             skippable=False,
+             wait=Signal("email-confirmed", schema=EMAIL_CONFIRMED, into="email_confirmation",
+                         timeout=times.seconds("EMAIL_LINK"), on_timeout="continue")),
     ],
     transitions=[
         Transition("profile", "plan"),
         Transition("plan", "identity"),
         Transition("identity", "confirm"),
+        Transition("confirm", "email"),
     ],
 )

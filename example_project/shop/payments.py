@@ -9,21 +9,33 @@ provider where that matters to a workflow:
   charge (or refund) again and never makes a second one. Retrying after a
   lost answer is therefore safe, as long as the retry sends the same key.
 * A charge is **pending** until the bank confirms it, ``LATENCY`` seconds
-  later; :func:`retrieve_charge` tells when it succeeded.
+  later. Then the provider tells the shop with a **signed webhook**: it POSTs
+  the event ``charge.succeeded`` to ``WEBHOOK_URL``, signed with
+  ``WEBHOOK_SECRET`` (HMAC-SHA256, docs/webhooks.md), and sends it again until
+  the shop answers 2xx. The bank's side, webhook included, runs as a workflow
+  of its own (:mod:`example_project.shop.bank`), so it survives restarts as a
+  provider's servers would. Without a ``WEBHOOK_URL`` (the tests, the demo's data) the
+  event is handed to the shop's webhook view in this process: the same view,
+  the same signature check, no socket.
 * Charge requests can fail: ``FAILURE_RATE`` of them answer "503
   unavailable" before anything happens; ``LOST_RESPONSE_RATE`` of them are
   carried out, but their answer is lost (the caller sees a timeout).
   Refunds do not fail: a rollback should be seen to work.
 * Magic payment methods, as in a provider's sandbox: ``pm_card_ok``,
   ``pm_card_slow`` (confirmed after ``SLOW_LATENCY`` seconds),
-  ``pm_card_declined`` and ``pm_card_insufficient_funds`` (declined).
+  ``pm_card_unconfirmed`` (never confirmed: the bank waits for the customer, who
+  never comes), ``pm_card_declined`` and ``pm_card_insufficient_funds``
+  (declined at once).
 
 Settings (``settings.SHOP_PAYMENTS``; the example project reads them from the
 environment variables ``SHOP_PAYMENT_FAILURE_RATE``, ``SHOP_PAYMENT_LOST_RESPONSE_RATE``,
-``SHOP_PAYMENT_LATENCY`` and ``SHOP_PAYMENT_SLOW_LATENCY``)::
+``SHOP_PAYMENT_LATENCY``, ``SHOP_PAYMENT_SLOW_LATENCY``, ``SHOP_PAYMENT_WEBHOOK_URL`` and
+``SHOP_PAYMENT_WEBHOOK_SECRET``)::
 
     SHOP_PAYMENTS = {"FAILURE_RATE": 0.2, "LOST_RESPONSE_RATE": 0.0,
-                     "LATENCY": 3.0, "SLOW_LATENCY": 40.0}
+                     "LATENCY": 3.0, "SLOW_LATENCY": 40.0,
+                     "WEBHOOK_URL": "http://127.0.0.1:8000/hooks/payments/",
+                     "WEBHOOK_SECRET": "whsec_..."}
 """
 
 from __future__ import annotations
@@ -37,20 +49,25 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from django_workflows import services
+
 from .models import Charge, Refund
 
-DEFAULTS: dict[str, float] = {
+DEFAULTS: dict[str, Any] = {
     "FAILURE_RATE": 0.0,
     "LOST_RESPONSE_RATE": 0.0,
     "LATENCY": 0.0,
     "SLOW_LATENCY": 40.0,
+    "WEBHOOK_URL": None,  # None: handed to the shop's webhook view in this process
+    "WEBHOOK_SECRET": "whsec_example_not_secret",
 }
 
 DECLINES = {
     "pm_card_declined": "Your card was declined",
     "pm_card_insufficient_funds": "Your card has insufficient funds",
 }
-KNOWN_METHODS = {"pm_card_ok", "pm_card_slow", *DECLINES}
+NEVER_CONFIRMED = "pm_card_unconfirmed"
+KNOWN_METHODS = {"pm_card_ok", "pm_card_slow", NEVER_CONFIRMED, *DECLINES}
 
 # From the OS, not a seeded state: django-q2 forks its workers from one process, and a
 # copied state made them all fail (or succeed) their charges in lockstep.
@@ -77,8 +94,13 @@ class IdempotencyKeyReused(ProviderError):
     """The key was used before for a request with other parameters."""
 
 
-def config() -> dict[str, float]:
+def config() -> dict[str, Any]:
     return {**DEFAULTS, **(getattr(settings, "SHOP_PAYMENTS", None) or {})}
+
+
+def webhook_secret() -> str:
+    """The secret the provider signs its webhooks with, and the shop checks them with."""
+    return str(config()["WEBHOOK_SECRET"])
 
 
 def _happens(rate: float) -> bool:
@@ -91,7 +113,8 @@ def _new_id(prefix: str) -> str:
 
 def create_charge(*, amount_cents: int, currency: str, payment_method: str, reference: str,
                   idempotency_key: str) -> Charge:
-    """Charge ``amount_cents``; the charge is pending until the bank confirms it.
+    """Charge ``amount_cents``; the charge is pending until the bank confirms it, and the
+    provider's webhook tells the shop when it has.
 
     Raises :class:`CardDeclined` for a declined card (the declined charge is
     kept under its key, as real providers do), :class:`ProviderUnavailable`
@@ -115,31 +138,46 @@ def create_charge(*, amount_cents: int, currency: str, payment_method: str, refe
     return charge
 
 
-def _insert_charge(params: dict[str, Any], key: str, options: dict[str, float]) -> Charge:
+def _insert_charge(params: dict[str, Any], key: str, options: dict[str, Any]) -> Charge:
     now = timezone.now()
     method = params["payment_method"]
     latency = options["SLOW_LATENCY"] if method == "pm_card_slow" else options["LATENCY"]
     declined = DECLINES.get(method) or (
         None if method in KNOWN_METHODS else f'Unknown payment method "{method}"')
+    status = Charge.DECLINED if declined else \
+        Charge.REQUIRES_ACTION if method == NEVER_CONFIRMED else Charge.PENDING
     try:
-        with transaction.atomic():
-            return Charge.objects.create(
+        with transaction.atomic():  # the charge and its bank's confirmation, or neither
+            charge = Charge.objects.create(
                 id=_new_id("ch"), idempotency_key=key, created_at=now,
-                settles_at=now + timedelta(seconds=latency),
-                status=Charge.DECLINED if declined else Charge.PENDING,
+                settles_at=now + timedelta(seconds=latency), status=status,
                 decline_reason=declined or "", **params)
+            if status == Charge.PENDING:
+                # The bank's side (bank.py) is started by its id: it uses this module.
+                services.create("fake-bank", state={"charge": charge.id}, start=True,
+                                reference=f"bank:{charge.id}")
+            return charge
     except IntegrityError:  # the same key, at the same moment: the first one wins
         return Charge.objects.get(idempotency_key=key)
 
 
 def retrieve_charge(charge_id: str) -> Charge:
-    """The charge as it is now: a pending one succeeds once the bank confirmed it."""
-    charge = Charge.objects.get(pk=charge_id)
-    if charge.status == Charge.PENDING and timezone.now() >= charge.settles_at:
-        Charge.objects.filter(pk=charge_id, status=Charge.PENDING).update(
-            status=Charge.SUCCEEDED)
-        charge.refresh_from_db()
-    return charge
+    """The charge as it is now."""
+    return Charge.objects.get(pk=charge_id)
+
+
+def confirm(charge_id: str) -> Charge:
+    """The bank confirms a pending charge (unless the shop cancelled it first)."""
+    Charge.objects.filter(pk=charge_id, status=Charge.PENDING).update(status=Charge.SUCCEEDED)
+    return retrieve_charge(charge_id)
+
+
+def cancel_charge(charge_id: str) -> Charge:
+    """Cancel a charge the bank has not confirmed: no money moves. The charge as it is then
+    (``succeeded`` when the bank confirmed it first: refund it instead)."""
+    Charge.objects.filter(pk=charge_id, status__in=[Charge.PENDING, Charge.REQUIRES_ACTION]
+                          ).update(status=Charge.CANCELLED)
+    return retrieve_charge(charge_id)
 
 
 def charges_for(reference: str) -> list[Charge]:

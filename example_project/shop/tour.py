@@ -1,13 +1,18 @@
 """The tour's live cases (README, "A short tour"): work a visitor watches happen.
 
 * a **slow order**: its bank takes ``SLOW_LATENCY`` seconds (five minutes in the demo) to
-  confirm the payment, and the admin shows the payment's progress meanwhile;
+  confirm the payment. The order waits for the provider's signed webhook meanwhile (its
+  admin page says so), and moves on by itself when it comes; the bank's side (a
+  ``fake-bank`` instance) shows its progress;
 * a **failing order**: paid, then no courier delivers to Iceland, so it fails and can be
   rolled back (the refund, the stock released);
+* a **declined order**: the bank declines the card, the order waits for another one, and
+  a reminder's timer fires ``SHOP_TIMES["PAYMENT_REMINDER"]`` later (a minute in the
+  demo): the customer is emailed;
 * a **claim to approve**: bob's expense claim, in the managers' task inbox.
 
 ``manage.py workflows_demo_data`` starts the slow order once; the home page's button
-(:func:`example_project.shop.views.start_live_cases`, staff only) starts all three again,
+(:func:`example_project.shop.views.start_live_cases`, staff only) starts them all again,
 so the tour can be taken twice. Their work runs on the workers.
 """
 
@@ -90,6 +95,10 @@ def failing_order(customer: Any, operator: Any) -> WorkflowInstance:
     return place_order(customer, operator, country="IS")  # no courier delivers there
 
 
+def declined_order(customer: Any, operator: Any) -> WorkflowInstance:
+    return place_order(customer, operator, payment_method="pm_card_declined")
+
+
 def claim_to_approve(employee: Any) -> WorkflowInstance:
     """An expense claim ``employee`` submits: it waits for a manager's decision."""
     claim = services.create("expense-approval", user=employee, start=True,
@@ -101,6 +110,7 @@ def claim_to_approve(employee: Any) -> WorkflowInstance:
 class LiveCases:
     slow_order: WorkflowInstance
     failing_order: WorkflowInstance
+    declined_order: WorkflowInstance
     claim: WorkflowInstance
 
 
@@ -115,8 +125,9 @@ def demo_customers() -> tuple[Any, Any]:
 
 
 def start_live_cases(operator: Any) -> LiveCases:
-    """The three live cases again, placed by ``operator`` for the demo's customers."""
+    """The live cases again, placed by ``operator`` for the demo's customers."""
     alice, bob = demo_customers()
     return LiveCases(slow_order=slow_order(bob, operator),
                      failing_order=failing_order(alice, operator),
+                     declined_order=declined_order(alice, operator),
                      claim=claim_to_approve(bob))

@@ -5,11 +5,15 @@ Run it as often as you like: users are created once, with their demo passwords
 when the demo users own none yet.
 
 Most instances are moved to where they stand here and now, with their
-background work run in this process. Two are left to the workers on purpose,
-so the demo shows live work: an order whose bank is slow (its payment runs
-with progress for ``SLOW_LATENCY`` seconds, five minutes in the demo, once a
-worker picks it up), and a failed order being rolled back. The home page starts
-the tour's live cases again (:mod:`example_project.shop.tour`).
+background work run in this process (the payment provider's webhooks handed to
+the shop's view in this process too). Some are left to the workers on purpose,
+so the demo shows live work: an order whose bank is slow (it waits for the
+provider's webhook for ``SLOW_LATENCY`` seconds, five minutes in the demo, while
+the bank's side shows its progress), a failed order being rolled back, and the
+reminder of the order whose card was declined (its timer fires a minute after).
+One onboarding waits for its email confirmation link, which the demo's mailbox
+keeps (the admin's *Shop > Sent emails*). The home page starts the tour's live
+cases again (:mod:`example_project.shop.tour`).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ STATUSES = ["idle", "running", "blocked", "failed", "rolling-back", "cancelled",
 
 @contextmanager
 def work_runs_here() -> Iterator[None]:
-    """Run background work at once, in this process, with a provider that never fails.
+    """Run background work at once, in this process, with a provider that never fails and
+    hands its webhooks to the shop's view in this process.
 
     The emails this work sends are kept in memory, not printed.
     """
@@ -54,7 +59,7 @@ def work_runs_here() -> Iterator[None]:
             **in_memory,
             DJANGO_WORKFLOWS={**workflow_settings.user_settings, "RUNNER": IMMEDIATE_RUNNER},
             SHOP_PAYMENTS={**getattr(settings, "SHOP_PAYMENTS", {}), "FAILURE_RATE": 0,
-                           "LOST_RESPONSE_RATE": 0, "LATENCY": 0}):
+                           "LOST_RESPONSE_RATE": 0, "LATENCY": 0, "WEBHOOK_URL": None}):
         yield
 
 
@@ -87,6 +92,7 @@ class Command(BaseCommand):
                 self.onboardings(**users)
                 self.orders(**users)
                 self.expenses(**users)
+            self.waiting_for_an_email_link(**users)
             self.live_work(**users)
             self.stdout.write("Created demo workflow instances:")
         self.summary(users)
@@ -135,8 +141,10 @@ class Command(BaseCommand):
         done = services.create("onboarding", user=bob, start=True)
         self.walk_onboarding(done, bob, plan="pro")
         self.decide_identity(done, operator, "approved")
-        services.update_state(done, lambda state: {**state, "accept_terms": True}, user=bob)
-        services.next(done, user=bob)
+        self.open_account(done, bob)
+        # He opened the link the onboarding emailed him (as trusted code: the link's view).
+        services.signal("onboarding", "email-confirmed", {"email": "bob@example.com"},
+                        instance=done)
         # Running: alice's document waits for an operator's review.
         waiting = services.create("onboarding", user=alice, start=True)
         self.walk_onboarding(waiting, alice, plan=None)
@@ -170,6 +178,20 @@ class Command(BaseCommand):
             **state, "document_type": "passport", "document_number": "C01X00T47"}, user=user)
         services.next(instance, user=user)
 
+    def open_account(self, instance: WorkflowInstance, user: Any) -> None:
+        """Accept the terms and open the account: the onboarding emails its link and waits."""
+        services.update_state(instance, lambda state: {**state, "accept_terms": True},
+                              user=user)
+        services.next(instance, user=user)
+
+    def waiting_for_an_email_link(self, operator: Any, alice: Any, bob: Any) -> None:
+        """Running: alice opened her account and has yet to open the link emailed to her.
+        Outside ``work_runs_here``: the email goes to the site's mailbox, for the tour."""
+        waiting = services.create("onboarding", user=alice, start=True)
+        self.walk_onboarding(waiting, alice, plan="pro")
+        self.decide_identity(waiting, operator, "approved")
+        self.open_account(waiting, alice)
+
     def decide_identity(self, instance: WorkflowInstance, operator: Any, decision: str,
                         reason: str = "") -> None:
         child = WorkflowInstance.objects.get(pk=WorkflowInstance.objects.get(
@@ -181,7 +203,8 @@ class Command(BaseCommand):
         # Completed: paid, prepared, shipped, emailed.
         services.create("order-fulfilment", state=order("D-1001", alice), owner=alice,
                         user=operator, start=True, reference="D-1001")
-        # Blocked: the card was declined; someone must give another one.
+        # Blocked: the card was declined; someone must give another one. Its reminder waits
+        # (a timer: the workers fire it a minute later in the demo).
         services.create("order-fulfilment", owner=alice, user=operator, start=True,
                         reference="D-1002",
                         state=order("D-1002", alice, payment_method="pm_card_declined"))
@@ -218,7 +241,7 @@ class Command(BaseCommand):
         services.cancel(withdrawn, user=alice)
 
     def live_work(self, operator: Any, alice: Any, bob: Any) -> None:
-        """Work left to the workers: a slow payment, and a rollback."""
+        """Work left to the workers: a slow bank, and a rollback."""
         if workflow_settings.RUNNER.__module__ == IMMEDIATE_RUNNER.rsplit(".", 1)[0]:
             self.stdout.write("No background workers (the immediate runner is configured): "
                               "the slow order and the rollback are left out.")

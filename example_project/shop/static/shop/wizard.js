@@ -5,7 +5,9 @@
 // The state of the step on screen is saved with PATCH .../state/, then "next" is
 // sent to the onboarding; during the identity check the onboarding passes it on to
 // its nested child instance, whose form is shown instead. Validation messages that
-// start with a field name ("email: ...") are shown beside that field.
+// start with a field name ("email: ...") are shown beside that field. While an
+// operator reviews the document, and while the onboarding waits for the customer to
+// open the link it emailed, the page polls and moves on by itself.
 //
 // The buttons are the onboarding's commands that apply now, as the API's "actions"
 // say. A person sees the errors of their own command, and otherwise only those about a
@@ -198,9 +200,14 @@
       $("#summary-email").textContent = parent.state.email;
       $("#summary-plan").textContent = planLabel(parent.state);
     }
+    if (name === "email") {
+      $("#email-address").textContent = parent.state.email;
+    }
     if (name === "done") {
+      const confirmed = parent.state.email_confirmation;
       $("#welcome").textContent = `Your account is open, ${parent.state.name}. ` +
-        `We sent the details to ${parent.state.email}.`;
+        (confirmed ? `Your email address ${confirmed.email} is confirmed.`
+          : `We could not confirm your email address ${parent.state.email}.`);
     }
     if (name === "stopped") {
       const reasons = parent.errors.length ? parent.errors : [`The application was ${parent.status}.`];
@@ -211,8 +218,8 @@
       }));
     }
     root.dataset.showing = name; // for tests and styling
-    root.dataset.revisions = [parent, child].filter(Boolean).map((shown) => shown.revision).join(" ");
-    poll(name === "review");
+    root.dataset.revisions = revisions();
+    poll(["review", "email"].includes(name));
   }
 
   // -- acting -------------------------------------------------------------------------
@@ -276,6 +283,10 @@
     render();
   }
 
+  function revisions() {
+    return [parent, child].filter(Boolean).map((shown) => shown.revision).join(" ");
+  }
+
   function poll(on) {
     if (!on) {
       clearTimeout(pollTimer);
@@ -285,9 +296,10 @@
     if (pollTimer) return;
     pollTimer = setTimeout(async () => {
       pollTimer = null;
-      const before = child ? child.revision : null;
+      const shown = screen();
+      const before = revisions();
       await load(parent.id);
-      if (!child || child.revision !== before || screen() !== "review") render();
+      if (revisions() !== before || screen() !== shown) render();
       else poll(true);
     }, POLL_MS);
   }
