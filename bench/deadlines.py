@@ -3,17 +3,22 @@
 
     .venv/bin/python bench/deadlines.py                  # PostgreSQL and Redis at 127.0.0.1
     .venv/bin/python bench/deadlines.py --deadlines 200 --spread 20 --idle 20 --brokers orm
+    .venv/bin/python bench/deadlines.py --kind timer --pending 100000   # 100,000 timers wait
 
 It makes a database of its own (as ``bench/operations.py`` does). For the ORM
 broker and then for Redis:
 
 (a) lateness: ``--deadlines`` instances of ``bench-deadline`` (a task due in an
+    hour; ``--kind timer``: ``bench-timer``, a step whose ``Timer`` falls due in an
     hour) are created and a ``qcluster`` (``--workers``) is started, with no
     ``workflows_sweep`` beside it. Once one of its workers' sweeper threads holds
     the lease, the deadlines are moved to fall due evenly over ``--spread``
     seconds from two seconds on, and the sweeper fires them. The
-    lateness of each is the time of its ``task-overdue`` event minus its due
-    time; p50, p99 and the worst.
+    lateness of each is the time of its ``task-overdue`` (``timer-fire``) event
+    minus its due time; p50, p99 and the worst. With ``--pending N``, N more
+    instances wait meanwhile for timers that fall due a day later or more (copies
+    made in SQL, bench/filler.py): the deadline table the sweeper reads holds them
+    all, in the lateness and in the idle runs.
 (b) idle cost: the same cluster with nothing due, for ``--idle`` seconds, with
     the sweeper threads on and then off (``SWEEP_IN_WORKERS``); the CPU of the
     cluster's processes over that time. The sweep's share of worker time is the
@@ -34,6 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from django.db import connection
 from django.utils import timezone
 
+from bench.calibration import calibration_line
+from bench.filler import FILLER, fill_waiting
 from bench.operations import clear, cluster, database, percentile, use_broker
 from django_workflows import services
 from django_workflows.models import Deadline, SweepLease, WorkflowEvent
@@ -47,11 +54,32 @@ def sweeping_since(started) -> bool:
                 and lease.held_until and lease.held_until > timezone.now())
 
 
-def lateness(broker: str, count: int, spread: float, workers: int) -> list[float]:
+# --kind: (the workflow, its deadline's kind, the event that says it fired)
+KINDS = {"task": ("bench-deadline", "task-due", "task-overdue"),
+         "timer": ("bench-timer", "timer", "timer-fire")}
+
+
+def pending(count: int) -> None:
+    """``count`` instances waiting for timers a day away or more (kept by ``clear``)."""
+    if not count:
+        return
+    started = time.perf_counter()
+    template = services.create("bench-timer", start=True).pk
+    fill_waiting(template, "timer", count)
+    print(f"{count:,} pending timers ({time.perf_counter() - started:.0f} s to add them)",
+          flush=True)
+
+
+def lateness(broker: str, count: int, spread: float, workers: int,
+             kind: str = "task") -> list[float]:
+    workflow, deadline_kind, event = KINDS[kind]
     clear(broker)
     for _ in range(count):
-        services.create("bench-deadline", start=True)
-    ids = list(Deadline.objects.order_by("pk").values_list("pk", flat=True))
+        services.create(workflow, start=True)
+    measured = Deadline.objects.filter(instance__workflow=workflow, kind=deadline_kind)
+    ids = list(measured.order_by("pk").values_list("pk", flat=True))
+    if len(ids) != count:
+        raise SystemExit(f"{count} instances of {workflow} made {len(ids)} deadlines")
     started = timezone.now()
     with cluster(broker, workers) as running:
         # Once the cluster sweeps (its start-up is not what is measured), the deadlines
@@ -62,16 +90,20 @@ def lateness(broker: str, count: int, spread: float, workers: int) -> list[float
             if time.monotonic() > limit:
                 raise SystemExit("no sweeper took the lease within a minute")
             time.sleep(0.1)
+        # In one statement: none falls due before every one has its time.
         first = timezone.now() + timedelta(seconds=2)
-        for index, pk in enumerate(ids):
-            Deadline.objects.filter(pk=pk).update(
-                due_at=first + timedelta(seconds=spread * index / max(count - 1, 1)))
-        due = dict(Deadline.objects.values_list("instance_id", "due_at"))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {Deadline._meta.db_table} d SET due_at = %s + (r.n - 1) * %s "
+                f"* interval '1 second' FROM (SELECT id, row_number() OVER (ORDER BY id) n "
+                f"FROM {Deadline._meta.db_table} WHERE id = ANY(%s)) r WHERE d.id = r.id",
+                [first, spread / max(count - 1, 1), ids])
+        due = dict(measured.values_list("instance_id", "due_at"))
         end = time.monotonic() + spread + 60
-        while Deadline.objects.exists() and time.monotonic() < end:
+        while measured.exists() and time.monotonic() < end:
             running.check()
             time.sleep(0.2)
-    fired = WorkflowEvent.objects.filter(type="task-overdue").values_list(
+    fired = WorkflowEvent.objects.filter(type=event, instance__workflow=workflow).values_list(
         "instance_id", "created_at")
     late = [(created - due[instance]).total_seconds() for instance, created in fired]
     if len(late) < count:
@@ -103,13 +135,20 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=60.0, help="seconds of each idle run")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--brokers", default="orm,redis")
+    parser.add_argument("--kind", choices=sorted(KINDS), default="task",
+                        help="what falls due: a task's due time, or a step's Timer")
+    parser.add_argument("--pending", type=int, default=0,
+                        help="timers waiting meanwhile, due a day later or more")
     options = parser.parse_args()
+    print(calibration_line(), flush=True)
     load = os.getloadavg()[0]
     rows = []
     with database():
+        pending(options.pending)
         for broker in options.brokers.split(","):
             use_broker(broker)
-            late = lateness(broker, options.deadlines, options.spread, options.workers)
+            late = lateness(broker, options.deadlines, options.spread, options.workers,
+                            options.kind)
             on = idle_cpu(broker, options.workers, options.idle, sweeping=True)
             off = idle_cpu(broker, options.workers, options.idle, sweeping=False)
             share = max(on - off, 0.0) / (options.workers * options.idle)
@@ -117,7 +156,9 @@ def main() -> None:
             print(f"{broker}: p50 {percentile(late, 0.5) * 1000:.0f} ms, p99 "
                   f"{percentile(late, 0.99) * 1000:.0f} ms; idle CPU {on:.2f} s with the "
                   f"sweepers, {off:.2f} s without", flush=True)
-    print(f"\n{options.deadlines} deadlines due over {options.spread:.0f} s, "
+        left = Deadline.objects.filter(instance__workflow=FILLER).count()
+    print(f"\n{options.deadlines} {options.kind} deadlines due over {options.spread:.0f} s "
+          f"with {left:,} timers pending, "
           f"{options.workers} workers, idle runs of {options.idle:.0f} s, PostgreSQL "
           f"{connection.pg_version // 10000}, load average {load:.1f} before and "
           f"{os.getloadavg()[0]:.1f} after\n")

@@ -6,10 +6,12 @@
     .venv/bin/python bench/operations.py --brokers orm,orm-listen,redis   # NOTIFY too
     .venv/bin/python bench/operations.py --clusters 1,2 --workers 1        # scaling out
     .venv/bin/python bench/operations.py --finished 1000000                # as tables grow
+    .venv/bin/python bench/operations.py --brokers tasks-db,tasks-rq --profile  # Django Tasks
+    .venv/bin/python bench/operations.py --brokers orm,redis --observed     # metrics, traces on
 
 It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
 drops it at the end; Redis gets a queue of its own. ``orm-listen`` is the ORM
-broker woken by NOTIFY (``django_workflows.runners.listen_broker``). For the ORM broker and
+broker woken by NOTIFY (``django_workflows.runners.django_q.listen_broker``). For the ORM broker and
 then for Redis, with the same number of workers:
 
 (a) raw: N no-op django-q2 tasks are enqueued, then a ``qcluster`` subprocess
@@ -31,6 +33,11 @@ which depends less on what else the machine does. Raw and ours alternate ``--rep
 best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
 ``--profile`` runs the worker's path for our operations in this process
 (time, CPU and queries per operation, then cProfile).
+
+``tasks-db`` and ``tasks-rq`` are the Tasks runner on Django's Tasks framework, with the
+database backend (``db_worker`` processes) and RQ (``rqworker`` processes) instead of a
+qcluster; raw is a no-op Task on the same backend (bench/tasks_runner.py says how each is
+counted; with ``--profile``, the backend's worker loop in this process, raw and ours).
 """
 
 from __future__ import annotations
@@ -43,11 +50,13 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -69,14 +78,18 @@ from django_q.conf import Conf  # noqa: E402
 from django_q.models import Task  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
 
+from bench import tasks_runner  # noqa: E402
+from bench.calibration import calibration_line  # noqa: E402
 from bench.filler import FILLER, fill  # noqa: E402
+from bench.processes import group_cpu  # noqa: E402
 from django_workflows import services  # noqa: E402
+from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings  # noqa: E402
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance  # noqa: E402
 
 ARTIFACTS = ROOT / "artifacts"
 NOOP_TASK = "bench.opsapp.tasks.noop"
-OUR_TASK = "django_workflows.tasks.run_attempt"
-LISTEN_BROKER = "django_workflows.runners.listen_broker.ListenORM"
+OUR_TASK = "django_workflows.runners.django_q.tasks.run_attempt"
+LISTEN_BROKER = "django_workflows.runners.django_q.listen_broker.ListenORM"
 
 
 # -- the database and the broker ---------------------------------------------------------
@@ -107,6 +120,11 @@ def database() -> Iterator[None]:
 
 def use_broker(broker: str) -> None:
     """Make this process enqueue where the cluster of ``broker`` dequeues."""
+    if broker in tasks_runner.BACKENDS:
+        tasks_runner.use(broker)
+        return
+    settings.DJANGO_WORKFLOWS["RUNNER"] = DJANGO_Q_RUNNER  # after a tasks-* case
+    workflow_settings.reload()
     Conf.ORM = None if broker == "redis" else "default"
     Conf.BROKER_CLASS = LISTEN_BROKER if broker == "orm-listen" else None
     Conf.REDIS = settings.REDIS
@@ -137,11 +155,15 @@ def clear(broker: str) -> None:
                            "django_workflows_workflowinstance CASCADE")
     if broker == "redis":
         drop_queued(broker)
+    if tasks_runner.available():
+        tasks_runner.clear(broker)
 
 
 def drop_queued(broker: str) -> None:
     """Throw away the tasks still waiting in the broker."""
-    if broker == "redis":
+    if broker in tasks_runner.BACKENDS:
+        tasks_runner.drop_queued(broker)
+    elif broker == "redis":
         redis_client().delete(f"django_q:{os.environ['DWF_BENCH_QUEUE']}:q")
     else:
         with connection.cursor() as cursor:
@@ -149,6 +171,7 @@ def drop_queued(broker: str) -> None:
 
 
 # -- the cluster -------------------------------------------------------------------------
+
 
 
 class Cluster:
@@ -176,13 +199,7 @@ class Cluster:
         """CPU seconds (user and system) of the cluster's processes so far, those that
         exited included (a worker is recycled after ``recycle`` tasks: its CPU is then in
         its parent's count of its children's)."""
-        total = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            with suppress(OSError, ValueError, IndexError):
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[2]) == self.popen.pid:  # its process group
-                    total += sum(int(field) for field in fields[11:15])
-        return total / os.sysconf("SC_CLK_TCK")
+        return group_cpu({self.popen.pid})
 
     def check(self) -> None:
         if self.popen.poll() is not None:
@@ -203,7 +220,8 @@ class Cluster:
 
 @contextmanager
 def cluster(broker: str, workers: int) -> Iterator[Cluster]:
-    running = Cluster(broker, workers)
+    running = (tasks_runner.Workers(broker, workers) if broker in tasks_runner.BACKENDS
+               else Cluster(broker, workers))
     try:
         yield running
     finally:
@@ -295,10 +313,15 @@ def successes(func: str) -> Callable[[], int]:
 
 def raw_tasks(broker: str, tasks: int, workers: int, seconds: float) -> Rate:
     clear(broker)
-    for _ in range(tasks):
-        async_task(NOOP_TASK)
+    if broker in tasks_runner.BACKENDS:
+        tasks_runner.enqueue_noops(broker, tasks)
+        done = tasks_runner.noops_done(broker)
+    else:
+        for _ in range(tasks):
+            async_task(NOOP_TASK)
+        done = successes(NOOP_TASK)
     with cluster(broker, workers) as running:
-        return watch(successes(NOOP_TASK), tasks, seconds, running)
+        return watch(done, tasks, seconds, running)
 
 
 def start_instances(count: int, pace: float | None = None) -> list[str]:
@@ -365,7 +388,7 @@ class Recorder:
 def profile(count: int) -> None:
     from django.test.utils import override_settings
 
-    from django_workflows.worker import run_attempt
+    from django_workflows.runners.worker import run_attempt
 
     clear("orm")
     Recorder.tokens = []
@@ -400,7 +423,7 @@ def profile(count: int) -> None:
           f"{elapsed * 1000:.2f} ms each, of which {cpu * 1000:.2f} ms of this process's CPU "
           f"and {(backend_after - backend) / half * 1000:.2f} ms of its PostgreSQL backend's, "
           f"{(wal_after - wal) / half:,.0f} bytes of WAL; {len(queries) / len(tokens):.1f} "
-          f"queries each ({kinds})")
+          f"queries each ({kinds}); {calibration_line()}")
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(12)
     stats.sort_stats("cumulative").print_stats("django_workflows", 40)
@@ -470,6 +493,9 @@ def main() -> None:
                         help="comma-separated; \"\" for none (with --profile: only that)")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs of each (raw, ours, raw, ours...): the best counts")
+    parser.add_argument("--observed", action="store_true",
+                        help="after each run of ours, the same with the workers' metrics and "
+                             "traces on (the metrics and otel extras)")
     parser.add_argument("--profile", action="store_true",
                         help="also profile the worker's path in this process")
     parser.add_argument("--clusters", metavar="COUNTS",
@@ -491,6 +517,7 @@ def main() -> None:
         return
     brokers = [broker for broker in options.brokers.split(",") if broker]  # "": none
     rows = []
+    observed: dict[tuple[str, str], list[Any]] = {}
     load = os.getloadavg()[0]
     with database():
         for broker in brokers:
@@ -506,15 +533,26 @@ def main() -> None:
                 print(f"{broker} run {run + 1}: raw {raws[-1].per_second:.0f} tasks/s "
                       f"({raws[-1].cpu_ms:.1f} ms CPU each), ours {rate.per_second:.0f} "
                       f"operations/s ({rate.cpu_ms:.1f} ms CPU each)", flush=True)
+                if options.observed:
+                    for mode in OBSERVE_MODES:
+                        seen = observed_operations(mode, broker, options)
+                        observed.setdefault((broker, mode), []).append(seen)
+                        print(f"{broker} run {run + 1}, observed ({mode}): "
+                              f"{seen.per_second:.0f} operations/s ({seen.cpu_ms:.1f} ms "
+                              "CPU each)", flush=True)
             rows.append((broker, raws, ours, waits))
         if options.profile:
             use_broker("orm")
             profile(min(options.tasks, 1000))
+            for broker in brokers:
+                if broker in tasks_runner.BACKENDS:
+                    tasks_runner.profile(broker, min(options.tasks, 1000), start_instances)
     if not rows:
         return
     print(f"\n{options.workers} workers, {options.tasks} tasks per run, best of "
           f"{options.repeat} runs each, PostgreSQL {connection.pg_version // 10000}, persistent "
-          f"connections, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after\n")
+          f"connections, load average {load:.1f} before and {os.getloadavg()[0]:.1f} after; "
+          f"{calibration_line()}\n")
     print("| broker | raw no-op tasks/s | no-op operations/s | ratio | cluster CPU per task, "
           "raw / ours | enqueue-to-start p50 | p99 |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -527,10 +565,40 @@ def main() -> None:
         print(f"| {broker} | {raw:.0f} | {our:.0f} | {ratio:.2f} | {raw_cpu:.1f} / "
               f"{our_cpu:.1f} ms | {percentile(waits, 0.5) * 1000:.0f} ms | "
               f"{percentile(waits, 0.99) * 1000:.0f} ms |{note}")
+    if observed:
+        print("\n| broker | observed / ours (no exporter) | with the in-memory exporter | "
+              "cluster CPU per operation, ours / observed / in-memory |\n| --- | ---: | ---: "
+              "| ---: |")
+        for broker, _raws, ours, _waits in rows:
+            best = {mode: max(r.per_second for r in observed[broker, mode])
+                    for mode in OBSERVE_MODES}
+            our = max(r.per_second for r in ours)
+            cpu = " / ".join(f"{min(r.cpu_ms for r in runs):.1f}" for runs in (
+                ours, *(observed[broker, mode] for mode in OBSERVE_MODES)))
+            print(f"| {broker} | {best['on'] / our:.2f} | {best['memory'] / our:.2f} | "
+                  f"{cpu} ms |")
     for broker, _raws, _ours, waits in rows:
         if waits:
             print(f"{broker}: {len(waits)} latency samples, mean "
                   f"{statistics.mean(waits) * 1000:.0f} ms")
+
+
+# --observed: the workers with metrics and traces on (bench/settings_operations.py reads
+# DWF_BENCH_OBSERVE), without an exporter and with the in-memory one.
+OBSERVE_MODES = ("on", "memory")
+
+
+def observed_operations(mode: str, broker: str, options: argparse.Namespace) -> Any:
+    """A run of our operations with the workers observing; each with a multiprocess
+    directory of its own, as prometheus-client's multiprocess mode wants."""
+    with tempfile.TemporaryDirectory() as directory:
+        os.environ.update(DWF_BENCH_OBSERVE=mode, PROMETHEUS_MULTIPROC_DIR=directory)
+        try:
+            rate, _ = operations(broker, options.tasks, options.workers, options.seconds, 0,
+                                 options.pace)
+        finally:
+            del os.environ["DWF_BENCH_OBSERVE"], os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    return rate
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ The script sets ``DWF_BENCH_DB`` (a database of its own), ``DWF_BENCH_BROKER``
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 SECRET_KEY = "django-workflows-bench-not-secret"
@@ -53,10 +54,49 @@ Q_CLUSTER = {
     "scheduler": False,
     "log_level": "WARNING",  # no log line per task
     **({"redis": REDIS} if os.environ.get("DWF_BENCH_BROKER") == "redis" else {"orm": "default"}),
-    **({"broker_class": "django_workflows.runners.listen_broker.ListenORM"}
+    **({"broker_class": "django_workflows.runners.django_q.listen_broker.ListenORM"}
        if os.environ.get("DWF_BENCH_BROKER") == "orm-listen" else {}),
 }
 
 DJANGO_WORKFLOWS = {"RUNNER": "django_workflows.runners.django_q.Runner",
                     # bench/deadlines.py measures an idle cluster without them too
-                    "SWEEP_IN_WORKERS": os.environ.get("DWF_BENCH_SWEEP", "1") == "1"}
+                    "SWEEP_IN_WORKERS": os.environ.get("DWF_BENCH_SWEEP", "1") == "1",
+                    # DWF_BENCH_PREPARED=0: every statement sent as it is (a process that
+                    # lives for one Task, as RQ's work horse, uses each statement once)
+                    "PREPARED_STATEMENTS": os.environ.get("DWF_BENCH_PREPARED", "1") == "1"}
+
+# The Tasks runner (bench/tasks_runner.py, --brokers tasks-db,tasks-rq): Django's Tasks
+# framework with the database backend ("default": `db_worker`) and RQ ("rq": `rqworker`),
+# on a queue of the run's own (DWF_BENCH_QUEUE). DWF_BENCH_RUNNER makes the workers' runner
+# the Tasks one.
+if importlib.util.find_spec("django_tasks_db") is not None:
+    import django
+
+    if django.VERSION < (6, 0):
+        INSTALLED_APPS.append("django_tasks")
+    INSTALLED_APPS += ["django_tasks_db", "django_rq", "django_tasks_rq"]
+    _queue = os.environ.get("DWF_BENCH_QUEUE", "dwf-bench")[:32]
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": [_queue]},
+             "rq": {"BACKEND": "django_tasks_rq.RQBackend", "QUEUES": [_queue]}}
+    RQ_QUEUES = {_queue: {"HOST": REDIS["host"], "PORT": REDIS["port"], "DB": REDIS["db"],
+                          "DEFAULT_TIMEOUT": 300}}
+    RQ = {"JOB_CLASS": "django_tasks_rq.Job"}
+    DJANGO_WORKFLOWS["TASKS_QUEUE"] = _queue
+    DJANGO_WORKFLOWS["TASKS_BACKEND"] = os.environ.get("DWF_BENCH_TASKS_BACKEND", "default")
+    if os.environ.get("DWF_BENCH_RUNNER"):
+        DJANGO_WORKFLOWS["RUNNER"] = os.environ["DWF_BENCH_RUNNER"]
+
+# DWF_BENCH_OBSERVE=on|memory (bench/operations.py --observed): the workers with metrics and
+# traces on (docs/observability.md), without an exporter or with the in-memory one.
+_observe = os.environ.get("DWF_BENCH_OBSERVE", "off")
+if _observe != "off":
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    DJANGO_WORKFLOWS.update(METRICS=True, TRACING=True)
+    _provider = TracerProvider()
+    if _observe == "memory":
+        _provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    trace.set_tracer_provider(_provider)

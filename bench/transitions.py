@@ -55,6 +55,7 @@ OWN_DATABASE = not os.environ.get("DWF_BENCH_DB")
 if OWN_DATABASE:
     os.environ["DWF_BENCH_DB"] = f"dwf_bench_{os.getpid()}"
 
+from bench.calibration import calibration_line  # noqa: E402
 from bench.raw_databases import INSTANCES, RAW_INSTANCES, Server, server_for  # noqa: E402
 
 WORKFLOW = "bench-long-manual"
@@ -166,7 +167,9 @@ class Service:
     def _timed(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
                context: Any) -> Any:
         result = execute(sql, params, many, context)
-        if self.locked is None and "FOR UPDATE" in sql:  # alone, or with others at once
+        # The lock, alone or with others at once; prepared, it is an EXECUTE (the first
+        # statement of a command) whose FOR UPDATE the text no longer shows.
+        if self.locked is None and ("FOR UPDATE" in sql or sql.startswith("EXECUTE")):
             self.locked = time.perf_counter()
             self.on_commit(self._committed)
         return result
@@ -218,6 +221,8 @@ def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: st
     from django_workflows.exceptions import Busy
 
     result = Result()
+    if kind in OBSERVED:
+        observe(kind)
     run = Raw(result.lock_hold) if kind == "raw" else Service(result.lock_hold)
     rnd = random.Random(seed)
     hot_index = fresh(kind, targets) if hot else 0
@@ -242,6 +247,29 @@ def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: st
     finally:
         run.close()
     results.put(result)
+
+
+# --observed: the service with metrics and traces on (docs/observability.md), without an
+# exporter, and with the OpenTelemetry SDK's in-memory one.
+OBSERVED = ("observed", "observed-memory")
+
+
+def observe(kind: str) -> None:
+    """Metrics and traces on in this (forked) client process."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from django_workflows.observability import observers
+    from django_workflows.observability.metrics import MetricsObserver
+    from django_workflows.observability.tracing import TracingObserver
+
+    provider = TracerProvider()
+    if kind == "observed-memory":
+        provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    trace.set_tracer_provider(provider)
+    observers.active = (MetricsObserver(), TracingObserver())
 
 
 def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: float,
@@ -283,15 +311,15 @@ def fresh(kind: str, targets: list[str]) -> int:
 
 
 def measure(clients: int, targets: list[str], hot: bool, seconds: float, rounds: int,
-            warm_ups: list[str]) -> tuple[Result, Result]:
-    """Raw and service in alternating rounds, so that both see the same load on the machine."""
-    raw, service = Result(), Result()
+            warm_ups: list[str], kinds: tuple[str, ...] = ("raw", "service")
+            ) -> dict[str, Result]:
+    """Each kind in alternating rounds, so that all see the same load on the machine."""
+    results = {kind: Result() for kind in kinds}
     for _ in range(rounds):
-        raw.add(run_case("raw", clients, targets, hot, seconds / rounds, warm_ups),
-                parallel=False)
-        service.add(run_case("service", clients, targets, hot, seconds / rounds, warm_ups),
-                    parallel=False)
-    return raw, service
+        for kind in kinds:
+            results[kind].add(run_case(kind, clients, targets, hot, seconds / rounds,
+                                       warm_ups), parallel=False)
+    return results
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -350,7 +378,7 @@ def flat(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) ->
         took = fill_finished(total)
         print(f"{total:,} finished instances in the tables ({took:.0f} s to add them)")
         rows.append((total, *measure(options.processes, spread, False, options.seconds,
-                                     options.rounds, warm_ups)))
+                                     options.rounds, warm_ups).values()))
     print("\n| finished instances | raw tx/s | service tx/s |\n|---:|---:|---:|")
     for total, raw, service in rows:
         print(f"| {total:,} | {raw.rate:,.0f} | {service.rate:,.0f} |")
@@ -369,6 +397,9 @@ def main() -> None:
                         help="raw and service alternate this many times in each case")
     parser.add_argument("--instances", type=int, default=200)
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--observed", action="store_true",
+                        help="also the service with metrics and traces on (the metrics and "
+                             "otel extras), against it off in the same rounds")
     parser.add_argument("--profile", action="store_true",
                         help="profile the service at one client and stop")
     parser.add_argument("--finished", type=int, metavar="N",
@@ -399,17 +430,19 @@ def main() -> None:
               f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; "
               f"database {settings.DATABASES['default']['NAME']}; "
               f"{options.seconds:g} s per case and kind in {options.rounds} rounds; "
-              f"load average {os.getloadavg()[0]:.1f}\n")
-        rows = []
+              f"load average {os.getloadavg()[0]:.1f}; {calibration_line()}\n")
+        rows, observed = [], []
+        kinds = ("raw", "service", *OBSERVED) if options.observed else ("raw", "service")
         for clients in (1, options.processes):
             for is_hot in (False, True):
                 # A hot instance is left after HOT_ROTATE steps: fresh ones for each case.
                 targets = new_instances(HOT_CAPACITY) if is_hot else spread
-                raw, service = measure(clients, targets, is_hot, options.seconds,
-                                       options.rounds, warm_ups)
+                results = measure(clients, targets, is_hot, options.seconds,
+                                  options.rounds, warm_ups, kinds)
                 where = "1 hot instance" if is_hot else f"{options.instances} instances"
                 who = "1 client" if clients == 1 else f"{clients} processes"
-                rows.append((f"{who}, {where}", raw, service))
+                rows.append((f"{who}, {where}", results["raw"], results["service"]))
+                observed.append((f"{who}, {where}", results))
         print("| case | raw tx/s | service tx/s | service/raw | raw lock hold p50 / p99 ms "
               "| service lock hold p50 / p99 ms | CPU ms per tx raw / service |")
         print("|---|---:|---:|---:|---:|---:|---:|")
@@ -418,6 +451,15 @@ def main() -> None:
                   f"{service.rate / raw.rate:.2f} | {lock_ms(raw)} | {lock_ms(service)} | "
                   f"{raw.cpu / raw.transitions * 1000:.2f} / "
                   f"{service.cpu / service.transitions * 1000:.2f} |")
+        if options.observed:
+            print("\n| case | observed / service (no exporter) | with the in-memory exporter "
+                  "| CPU ms per tx service / observed / in-memory |\n|---|---:|---:|---:|")
+            for name, results in observed:
+                service = results["service"]
+                cpu = " / ".join(f"{results[k].cpu / results[k].transitions * 1000:.2f}"
+                                 for k in ("service", *OBSERVED))
+                print(f"| {name} | {results['observed'].rate / service.rate:.2f} | "
+                      f"{results['observed-memory'].rate / service.rate:.2f} | {cpu} |")
         busy = sum(r.busy for _, *results in rows for r in results)
         if busy:
             print(f"\n{busy} commands answered Busy and were retried")

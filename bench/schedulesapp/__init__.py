@@ -1,0 +1,1 @@
+"""The schedules ``bench/schedules.py`` measures (``bench/settings_schedules.py`` installs it)."""
