@@ -179,8 +179,16 @@ def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None
             ctx.log(f"Cancelled {charge_id}, which the bank had not confirmed")
         if charge.status == Charge.PENDING:
             ctx.log(f"Waiting for the bank to confirm {charge_id} before refunding it")
+        # A rollback has no timeout: its wait is bounded here, past the slowest bank.
+        patience = float(payments.config()["SLOW_LATENCY"]) + 30
+        waited = 0.0
         while charge.status == Charge.PENDING:
+            if waited >= patience:
+                raise payments.ProviderError(
+                    f"The bank has not confirmed {charge_id} after {patience:.0f}s: "
+                    "roll the order back again later to refund it")
             ctx.sleep(0.5)
+            waited += 0.5
             charge = payments.retrieve_charge(charge_id)
         if charge.status != Charge.SUCCEEDED:
             continue

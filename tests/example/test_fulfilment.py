@@ -278,6 +278,30 @@ def test_a_rollback_waits_for_a_charge_the_bank_is_confirming_then_refunds_it():
     assert ctx.logs[0] == f"Waiting for the bank to confirm {charge.id} before refunding it"
 
 
+class SilentBankContext(RollbackContext):
+    """A worker's context on a day the bank confirms nothing."""
+
+    def __init__(self, instance_id: str) -> None:
+        super().__init__(instance_id)
+        self.slept = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += seconds
+
+
+@override_settings(SHOP_PAYMENTS={"SLOW_LATENCY": 10.0})
+def test_a_rollback_stops_waiting_for_a_bank_that_never_confirms():
+    # It waited forever: a rollback has no timeout to stop it.
+    charge = pending_charge()
+    ctx = SilentBankContext("order-1")
+
+    with pytest.raises(payments.ProviderError, match=f"has not confirmed {charge.id} after 40s"):
+        refund_payment(None, ctx)
+
+    assert ctx.slept == 40
+    assert not Refund.objects.exists()
+
+
 def test_a_rollback_cancels_a_charge_the_bank_will_never_confirm():
     charge = pending_charge("pm_card_unconfirmed")
     assert charge.status == Charge.REQUIRES_ACTION
