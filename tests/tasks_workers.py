@@ -111,7 +111,13 @@ class Workers:
         """Kill -9 the one process that runs ``attempt`` (a running Attempt row): its
         db_worker (the others go on), or RQ's work horse."""
         if self.runner == "tasks-rq":
-            self.kill()
+            # Not the horse of a sweep Task running at that moment: the chain would die
+            # with it (sweep.py says so), and nothing would sweep the dead attempt.
+            horses = work_horses(self.pids(), running="runners.tasks.tasks.run_attempt")
+            assert horses, "no RQ work horse runs an attempt"
+            for horse in horses:
+                with suppress(ProcessLookupError):
+                    os.kill(horse, signal.SIGKILL)
             return
         pid = int(attempt.worker.rsplit(":", 1)[1])
         (member,) = [member for member in self.members if member.popen.pid == pid]
@@ -122,14 +128,15 @@ class Workers:
             member.stop()
 
 
-def work_horses(parents: list[int]) -> list[int]:
-    """The processes RQ forked to run a Task (``rq: Processing ...``) under ``parents``."""
+def work_horses(parents: list[int], running: str = "") -> list[int]:
+    """The processes RQ forked to run a Task (``rq: Processing <module path> ...``) under
+    ``parents``; with ``running``, only those whose Task's path contains it."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with suppress(OSError, ValueError, IndexError):
             ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
             cmdline = (stat.parent / "cmdline").read_bytes().decode(errors="replace")
-            if ppid in parents and "Processing" in cmdline:
+            if ppid in parents and "Processing" in cmdline and running in cmdline:
                 found.append(int(stat.parent.name))
     return found
 
