@@ -7,10 +7,13 @@ sdist, so the sdist alone must be enough to build it).
 from __future__ import annotations
 
 import configparser
+import fcntl
+import hashlib
 import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -76,8 +79,15 @@ def test_the_licence_is_mit_with_its_text_in_license():
 def built(tmp_path_factory) -> dict[str, Path]:
     """The sdist, and the wheel built from it."""
     out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
-                           str(out), str(ROOT)], capture_output=True, text=True, timeout=240)
+    # The sdist's egg-info is written in the source tree: test runs side by side (scripts/test
+    # runs two) build one after the other.
+    lock = Path(tempfile.gettempdir()) / (
+        f"dwf-build-{hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]}.lock")
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir",
+                               str(out), str(ROOT)], capture_output=True, text=True,
+                              timeout=240)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     (sdist,) = out.glob("*.tar.gz")
     (wheel,) = out.glob("*.whl")
