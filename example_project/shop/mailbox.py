@@ -15,6 +15,14 @@ from .models import SentEmail
 
 
 class EmailBackend(ConsoleBackend):
+    def write_message(self, message: Any) -> None:
+        # The headers as Django builds them, then the body as written: a person opens its
+        # links from the terminal, and Django 6.1 prints long lines quoted-printable (a
+        # link cut in pieces, each ending in "=").
+        headers = "".join(f"{name}: {value}\n" for name, value in message.message().items()
+                          if name.lower() != "content-transfer-encoding")
+        self.stream.write(f"{headers}\n{message.body}\n{'-' * 79}\n")
+
     def send_messages(self, email_messages: Sequence[Any]) -> int:
         sent = super().send_messages(email_messages)
         SentEmail.objects.bulk_create(

@@ -189,3 +189,16 @@ def test_the_demo_mailbox_prints_each_email_and_keeps_it_for_the_admin(admin_cli
     page = admin_client.get(f"/admin/shop/sentemail/{kept.pk}/change/").content.decode()
     assert '<a href="http://127.0.0.1:8000/email/confirm/abc/" rel="nofollow">' in page
     assert "&lt;now&gt;" in page  # the rest of the text is escaped
+
+
+def test_the_demo_mailbox_prints_a_long_link_whole(capsys):
+    # Django 6.1 printed the body quoted-printable: the link was cut in three lines.
+    link = f"http://127.0.0.1:8000/email/confirm/{'x' * 120}:1xZilS:{'y' * 43}/"
+    message = EmailMessage("Confirm your email address", f"Hello,\n\n{link}\n",
+                           "shop@example.com", ["ann@example.com"])
+
+    EmailBackend().send_messages([message])
+
+    printed = capsys.readouterr().out
+    assert LINK.findall(printed) == [link]
+    assert "To: ann@example.com" in printed
