@@ -72,6 +72,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import invariants  # noqa: E402
+from bench.calibration import calibration_line  # noqa: E402
 from bench.load_clients import (  # noqa: E402
     ORDER_ITEMS,
     PASSWORD,
@@ -659,12 +660,13 @@ def main(argv: list[str] | None = None) -> int:
     ok, verdict = judge(runs)
     report = {"mode": config.mode, "config": {**asdict(config)}, "runs": runs, "ok": ok,
               "verdict": verdict, "seconds": round(time.monotonic() - started, 1),
-              "logs": str(logs), "cores": os.cpu_count()}
+              "logs": str(logs), "cores": os.cpu_count(), "calibration": calibration_line()}
     (logs / "report.json").write_text(json.dumps(report, indent=2, default=str))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))
     print_report(report)
-    print(f"total {report['seconds']:.0f}s; report in {logs / 'report.json'}")
+    print(f"total {report['seconds']:.0f}s; {report['calibration']}; report in "
+          f"{logs / 'report.json'}")
     return 0 if ok else 1
 
 

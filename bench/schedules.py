@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from django.db import connection
 from django.utils import timezone
 
+from bench.calibration import calibration_line
 from bench.deadlines import sweeping_since
 from bench.operations import clear, cluster, database, percentile, use_broker
 from django_workflows.engine.schedules import EPOCH, due_of
@@ -92,7 +93,7 @@ def main() -> None:
     print(f"\n{options.schedules} schedules every {options.every} s (due together) for "
           f"{options.seconds:.0f} s, {options.workers} workers, PostgreSQL "
           f"{connection.pg_version // 10000}, load average {load:.1f} before and "
-          f"{os.getloadavg()[0]:.1f} after\n")
+          f"{os.getloadavg()[0]:.1f} after; {calibration_line()}\n")
     print("| broker | runs | due time -> instance p50 | p99 | worst | due times without a run |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for broker, late, missing in rows:

@@ -38,6 +38,8 @@ os.environ["DWF_BENCH_DB_LARGE"] = f"dwf_bench_tasks_{os.getpid()}_large"
 
 import psycopg  # noqa: E402
 
+from bench.calibration import calibration_line  # noqa: E402
+
 DECISION = {"type": "object", "required": ["decision"], "additionalProperties": False,
             "properties": {"decision": {"enum": ["approved", "rejected"]},
                            "comment": {"type": "string", "maxLength": 200}}}
@@ -214,6 +216,7 @@ def main() -> None:
     print(f"| a manager's inbox, first page (ms), {args.large:,} tasks against "
           f"{args.small:,} | {inbox['default']:.2f} | {inbox['large']:.2f} | "
           f"{inbox['large'] / inbox['default']:.2f} | ≤ 1.5 |")
+    print(f"\n{calibration_line()}")
 
 
 if __name__ == "__main__":

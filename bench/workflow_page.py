@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import admin_changelist as changelist_bench  # noqa: E402  (its helpers)
+from bench.calibration import calibration_line  # noqa: E402
 from bench.filler import FILLER  # noqa: E402
 
 # Names of our own (the import above set the changelist's); a --fill process is given its.
@@ -122,7 +123,7 @@ def run(small: int, large: int, runs: int) -> None:
         print(f"| {period} | {at_small:.1f} | {at_large:.1f} | {at_large / at_small:.2f} |")
     worst = max(found["large"] / found["default"] for found in figures.values())
     print(f"\nworst ratio: {worst:.2f} (aim: at most 1.5); load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; {calibration_line()}")
 
 
 def main() -> None:
