@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -200,3 +200,28 @@ def spelled_out(sql: str, params: Any = None) -> str | None:
 
 def _literal(value: Any) -> str:
     return f"'{value}'" if isinstance(value, str) else str(value)
+
+
+def at_once(*sides: Callable[[], Any], timeout: float = 30.0) -> list[Any]:
+    """Run each side in a thread of its own (its own connection), started together; what
+    each returned or raised."""
+    barrier = threading.Barrier(len(sides), timeout=timeout)
+    results: list[Any] = [None] * len(sides)
+
+    def run(index: int, side: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[index] = side()
+        except Exception as error:  # what a side raised is its answer
+            results[index] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, side), daemon=True)
+               for i, side in enumerate(sides)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(thread.is_alive() for thread in threads), "a side never finished"
+    return results

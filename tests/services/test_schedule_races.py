@@ -10,16 +10,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 
 from django_workflows import Schedule
 from django_workflows.models import WorkflowSchedule
 from django_workflows.services.schedules import fire_due_schedules, runs_of, sync_schedules
+from tests import dbutil
 from tests.testapp.schedules import registered
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
@@ -27,31 +26,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 JOIN_TIMEOUT = 30.0
 SWEEPS = 4
 T0 = datetime(2030, 1, 1, 10, 0, tzinfo=UTC)
-
-
-def at_once(*sides: Callable[[], Any]) -> list[Any]:
-    """Run each side in a thread of its own (its own connection), started together; what
-    each returned or raised."""
-    barrier = threading.Barrier(len(sides), timeout=JOIN_TIMEOUT)
-    results: list[Any] = [None] * len(sides)
-
-    def run(index: int, side: Callable[[], Any]) -> None:
-        try:
-            barrier.wait()
-            results[index] = side()
-        except Exception as error:  # what a side raised is its answer
-            results[index] = error
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, side), daemon=True)
-               for i, side in enumerate(sides)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_TIMEOUT)
-    assert not any(thread.is_alive() for thread in threads), "a sweep never finished"
-    return results
 
 
 def per_due_time(schedule: Schedule) -> Counter[str]:
@@ -67,7 +41,7 @@ def test_sweeps_at_once_make_one_instance_per_due_time(catch_up):
         rounds = 12
         for minute in range(rounds):
             now = T0 + timedelta(minutes=minute, seconds=0.5)
-            results = at_once(*[lambda now=now: fire_due_schedules(now)] * SWEEPS)
+            results = dbutil.at_once(*[lambda now=now: fire_due_schedules(now)] * SWEEPS)
             assert not [r for r in results if isinstance(r, Exception)], results
             assert sum(results) == 1, (minute, results)  # one of them made it
 
@@ -84,7 +58,7 @@ def test_sweeps_at_once_catching_up_make_each_missed_due_time_once():
         now = T0 + timedelta(minutes=249, seconds=30)  # 250 due times: three batches
 
         while WorkflowSchedule.objects.get(pk=schedule.id).next_due_at <= now:
-            results = at_once(*[lambda: fire_due_schedules(now)] * SWEEPS)
+            results = dbutil.at_once(*[lambda: fire_due_schedules(now)] * SWEEPS)
             assert not [r for r in results if isinstance(r, Exception)], results
 
         made = per_due_time(schedule)

@@ -7,13 +7,9 @@ a timeout, so a deadlock fails the test instead of hanging it.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
 
 import pytest
-from django.db import connection
 
 from django_workflows import services
 from django_workflows.exceptions import Busy, WorkflowNotMoved
@@ -29,33 +25,7 @@ from tests import dbutil
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
 ROUNDS = 8
-JOIN_TIMEOUT = 30.0
 PAID = {"amount": 12}
-
-
-def both_at_once(*sides: Callable[[], Any]) -> list[Any]:
-    """Run each side in a thread of its own (its own connection), started together; what
-    each returned or raised."""
-    barrier = threading.Barrier(len(sides), timeout=JOIN_TIMEOUT)
-    results: list[Any] = [None] * len(sides)
-
-    def run(index: int, side: Callable[[], Any]) -> None:
-        try:
-            barrier.wait()
-            results[index] = side()
-        except Exception as error:  # what a side raised is its answer
-            results[index] = error
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, side), daemon=True)
-               for i, side in enumerate(sides)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(JOIN_TIMEOUT)
-    assert not any(thread.is_alive() for thread in threads), "a side never finished"
-    return results
 
 
 def waiting_order(intent: str) -> WorkflowInstance:
@@ -74,7 +44,7 @@ def test_a_signal_against_a_cancel_is_taken_before_it_or_refused_after_it():
     for round_ in range(ROUNDS):
         instance = waiting_order(f"pi_cancel_{round_}")
 
-        signalled, cancelled = both_at_once(
+        signalled, cancelled = dbutil.at_once(
             lambda i=instance: services.signal("payment", "payment-confirmed", PAID,
                                                instance=i, message_id=f"evt_{i.pk}"),
             lambda i=instance: services.cancel(i))
@@ -103,7 +73,7 @@ def test_two_deliveries_of_one_message_id_move_the_instance_once():
     for round_ in range(ROUNDS):
         instance = waiting_order(f"pi_twice_{round_}")
 
-        first, second = both_at_once(*[
+        first, second = dbutil.at_once(*[
             lambda i=instance, amount=amount: services.signal(
                 "payment", "payment-confirmed", {"amount": amount}, instance=i,
                 message_id=f"evt_{i.pk}") for amount in (1, 2)])
@@ -121,7 +91,7 @@ def test_a_signal_at_the_moment_its_timeout_fires_either_arrives_or_times_out():
         instance = waiting_order(f"pi_late_{round_}")
         deadline = Deadline.objects.get(instance=instance, kind="signal-timeout")
 
-        signalled, fired = both_at_once(
+        signalled, fired = dbutil.at_once(
             lambda i=instance: services.signal("payment", "payment-confirmed", PAID,
                                                instance=i),
             lambda d=deadline: services.fire_deadline(d.pk))
