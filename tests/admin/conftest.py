@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission
@@ -132,20 +135,29 @@ def browser(monkeypatch):
             connections.close_all()
 
 
-@pytest.fixture
-def page(browser, live_server, request):
-    UserFactory(username="root", superuser=True)
+@contextmanager
+def admin_page(browser, live_server, username: str) -> Iterator[Any]:
+    """A page of the admin, signed in as ``username`` (password ``password``)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000},
                                   base_url=live_server.url)
     page = context.new_page()
     page.set_default_timeout(15_000)
     page.goto("/admin/login/?next=/admin/")
-    page.fill("#id_username", "root")
+    page.fill("#id_username", username)
     page.fill("#id_password", "password")
     page.click("input[type=submit]")
     page.wait_for_url("**/admin/")
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def page(browser, live_server, request):
+    UserFactory(username="root", superuser=True)
+    with admin_page(browser, live_server, "root") as page:
+        yield page
 
 
 def screenshot(page, name: str, *, full_page: bool = True) -> Path:

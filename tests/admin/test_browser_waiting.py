@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
 
-from .conftest import instance_url, screenshot, with_permissions
+from .conftest import admin_page, instance_url, screenshot, with_permissions
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -34,17 +34,8 @@ def bot_page(browser, live_server):
     signal's senders (group:payment-bots), without the change permission."""
     bot = with_permissions("bot", "view_workflowinstance")
     bot.groups.add(Group.objects.get_or_create(name="payment-bots")[0])
-    context = browser.new_context(viewport={"width": 1400, "height": 1000},
-                                  base_url=live_server.url)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto("/admin/login/?next=/admin/")
-    page.fill("#id_username", "bot")
-    page.fill("#id_password", "password")
-    page.click("input[type=submit]")
-    page.wait_for_url("**/admin/")
-    yield page
-    context.close()
+    with admin_page(browser, live_server, "bot") as page:
+        yield page
 
 
 def test_a_sender_sends_the_awaited_signal_by_hand_and_the_page_shows_the_instance_moved_on(
