@@ -424,6 +424,7 @@ def profile(count: int) -> None:
           f"and {(backend_after - backend) / half * 1000:.2f} ms of its PostgreSQL backend's, "
           f"{(wal_after - wal) / half:,.0f} bytes of WAL; {len(queries) / len(tokens):.1f} "
           f"queries each ({kinds}); {calibration_line()}")
+    wal_by_relation(wal, wal_after, half)
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(12)
     stats.sort_stats("cumulative").print_stats("django_workflows", 40)
@@ -437,6 +438,36 @@ def database_counters() -> tuple[float, int]:
         pid, wal = cursor.fetchone()
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(wal)
+
+
+def wal_by_relation(start: int, end: int, operations: int) -> None:
+    """Where the WAL between two positions went, per operation: by table and index of this
+    database (pg_walinspect reads the records), and the commit records of the same
+    transactions. Records of other databases on the server are left out."""
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
+        database = f"/{cursor.fetchone()[0]}/"
+        cursor.execute(
+            """WITH records AS (
+                   SELECT * FROM pg_get_wal_records_info('0/0'::pg_lsn + %s,
+                                                         '0/0'::pg_lsn + %s)),
+               ours AS (SELECT DISTINCT xid FROM records WHERE strpos(block_ref, %s) > 0)
+               SELECT coalesce(c.relname || ': ' || r.record_type,
+                               r.resource_manager || ' ' || r.record_type),
+                      sum(r.record_length), count(*)
+               FROM records r
+               LEFT JOIN pg_class c ON c.relfilenode = substring(
+                   r.block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid
+               WHERE strpos(r.block_ref, %s) > 0
+                  OR (r.resource_manager = 'Transaction' AND r.xid IN (SELECT xid FROM ours))
+               GROUP BY 1 ORDER BY 2 DESC""", [start, end, database, database])
+        rows = cursor.fetchall()
+    print("\nWAL per operation, by what it was written for (pg_walinspect):\n")
+    print("| table or index: record | bytes | records |")
+    print("| --- | ---: | ---: |")
+    for what, size, records in rows:
+        print(f"| {what} | {size / operations:,.0f} | {records / operations:.2f} |")
 
 
 def _tally(items: list[str]) -> dict[str, int]:
