@@ -17,8 +17,8 @@ from django.test import override_settings
 from django_workflows import Operation, Step, Transition, Workflow, registry, services
 from django_workflows.engine import AttemptOutcome
 from django_workflows.models import Attempt, AttemptStatus, WorkflowEvent, WorkflowInstance
+from tests import dbutil
 from tests.services.test_background import HOLDING, HoldingRunner
-from tests.services.test_signal_races import both_at_once
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
@@ -71,7 +71,7 @@ def test_a_result_against_a_pause_is_applied_before_it_or_held_and_applied_on_re
     for _ in range(ROUNDS):
         instance, claimed = claimed_order()
 
-        finished, paused = both_at_once(
+        finished, paused = dbutil.at_once(
             lambda c=claimed: services.finish_claimed(c, AttemptOutcome(ok=True, value=CHARGED)),
             lambda i=instance: services.pause(i))
 
@@ -99,7 +99,7 @@ def test_a_result_against_a_resume_is_held_then_applied_or_applied_after_it():
         instance, claimed = claimed_order()
         services.pause(instance)
 
-        finished, resumed = both_at_once(
+        finished, resumed = dbutil.at_once(
             lambda c=claimed: services.finish_claimed(c, AttemptOutcome(ok=True, value=CHARGED)),
             lambda i=instance: services.resume(i))
 
@@ -117,7 +117,7 @@ def test_a_result_reported_twice_while_paused_is_held_once():
         instance, claimed = claimed_order()
         services.pause(instance)
 
-        first, second = both_at_once(*[
+        first, second = dbutil.at_once(*[
             lambda c=claimed: services.finish_claimed(c, AttemptOutcome(ok=True, value=CHARGED))
             for _ in range(2)])
 
