@@ -73,7 +73,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection, connections  # noqa: E402
+from django.db import DatabaseError, connection, connections  # noqa: E402
 from django_q.conf import Conf  # noqa: E402
 from django_q.models import Task  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
@@ -445,7 +445,11 @@ def wal_by_relation(start: int, end: int, operations: int) -> None:
     database (pg_walinspect reads the records), and the commit records of the same
     transactions. Records of other databases on the server are left out."""
     with connection.cursor() as cursor:
-        cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        try:
+            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        except DatabaseError as error:  # PostgreSQL before 15, or without its contrib
+            print(f"\n(no WAL by table: pg_walinspect is not available: {error})")
+            return
         cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
         database = f"/{cursor.fetchone()[0]}/"
         cursor.execute(
