@@ -256,6 +256,7 @@ class AttemptStatus(models.TextChoices):
     FINISHED = "finished", _("Finished")
     INTERRUPTED = "interrupted", _("Interrupted")  # its worker stopped sending heartbeats
     DROPPED = "dropped", _("Dropped")  # stopped before it ran, or its result was stale
+    WAITING = "waiting", _("Waiting for a slot")  # held back by its Limit or Rate
 
 
 class Attempt(models.Model):
@@ -289,6 +290,18 @@ class Attempt(models.Model):
     # The trace context of the command that handed it out (TRACING on: a propagator's
     # carrier), so that the worker's span joins that trace across the broker and a restart.
     trace_context = models.JSONField(null=True, blank=True)
+    # Held to a Limit (at most limit_max running per limit_key) or a Rate (rate_limit
+    # hand-outs per rate_per seconds per rate_key): the keys as computed at hand-out.
+    limit_key = models.CharField(max_length=200, blank=True, default="")
+    limit_max = models.PositiveIntegerField(null=True, blank=True)
+    rate_key = models.CharField(max_length=200, blank=True, default="")
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
+    rate_per = models.FloatField(null=True, blank=True)
+    # When it got its slot and went to the runner (None while it waits, or unlimited).
+    handed_out_at = models.DateTimeField(null=True, blank=True)
+    # A waiting attempt: when the sweep looks whether its slot is free (its rate's window
+    # moves on; or, should the wake-up of a freed slot be lost, the sweep's own look).
+    look_again_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -300,10 +313,29 @@ class Attempt(models.Model):
                          condition=Q(status="queued")),
             models.Index(fields=["status", "timeout_at"], name="dwf_attempt_timing",
                          condition=Q(status="running", timeout_at__isnull=False)),
+            # Only limited attempts: how many of a key run, and which wait, oldest first.
+            models.Index(fields=["limit_key", "status", "enqueued_at"], name="dwf_attempt_limit",
+                         condition=~Q(limit_key="")),
+            models.Index(fields=["rate_key", "handed_out_at"], name="dwf_attempt_rate",
+                         condition=~Q(rate_key="")),
+            models.Index(fields=["rate_key", "enqueued_at"], name="dwf_attempt_rate_waiting",
+                         condition=Q(status="waiting") & ~Q(rate_key="")),
+            models.Index(fields=["status", "look_again_at"], name="dwf_attempt_waiting",
+                         condition=Q(status="waiting")),
         ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.target} #{self.number}"
+
+
+class LimitedKey(models.Model):
+    """A key that attempts are held to (``Limit``, ``Rate``). Its row is locked while a
+    slot of it is taken or given on, so two workers never both take its last slot."""
+
+    key = models.CharField(max_length=200, primary_key=True)
+
+    def __str__(self) -> str:
+        return self.key
 
 
 class Deadline(models.Model):

@@ -80,6 +80,7 @@ from .outcome import (
 )
 from .reserved import reserved_keys
 from .schema import FieldError, check_state, validate_state
+from .slots import Limit, Rate, Slot
 from .snapshot import (
     BranchSnapshot,
     ErrorInfo,
@@ -134,6 +135,7 @@ __all__ = [
     "Input",
     "InvalidState",
     "KeptSignal",
+    "Limit",
     "MigrationRequired",
     "Next",
     "Operation",
@@ -147,6 +149,7 @@ __all__ = [
     "PauseSnapshot",
     "PersonCommand",
     "Progress",
+    "Rate",
     "ReceiveSignal",
     "Release",
     "Resume",
@@ -161,6 +164,7 @@ __all__ = [
     "Signal",
     "Skip",
     "SkipOperation",
+    "Slot",
     "StaleOperation",
     "Standing",
     "Start",

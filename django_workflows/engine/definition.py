@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 from .errors import DefinitionError
 from .limits import MAX_LOGS
 from .schema import check_schema
+from .slots import Limit, Rate, check_limits
 
 Hook = Callable[..., Any]
 Seconds = float | int | timedelta
@@ -75,12 +76,16 @@ class Operation:
     # Operations that ``run`` starts with ``ctx.run_child``; declaring them lets
     # a rollback in another process find their ``rollback``.
     children: Sequence[Operation] = field(default=(), kw_only=True)
+    # Held back until a slot is free: at most ``max`` running per key, ``limit`` per window.
+    concurrency: Limit | None = field(default=None, kw_only=True)
+    rate: Rate | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Operation")
         what = f'Operation "{self.id}"'
         _check_callable(self.run, f"{what}: run", required=True)
         _check_callable(self.rollback, f"{what}: rollback")
+        check_limits(self.concurrency, self.rate, what)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int):
             raise DefinitionError(f"{what}: retries must be an int, not {self.retries!r}")
         if isinstance(self.max_logs, bool) or not isinstance(self.max_logs, int) \
@@ -128,11 +133,14 @@ class Branch:
     id: str
     run: Hook = field(kw_only=True)
     compensate: Hook | None = field(default=None, kw_only=True)
+    concurrency: Limit | None = field(default=None, kw_only=True)
+    rate: Rate | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Branch")
         _check_callable(self.run, f'Branch "{self.id}": run', required=True)
         _check_callable(self.compensate, f'Branch "{self.id}": compensate')
+        check_limits(self.concurrency, self.rate, f'Branch "{self.id}"')
 
 
 CANDIDATE_KINDS = ("user", "group", "perm")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .schema import FieldError
+from .slots import Slot
 from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
 
 DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due",
@@ -46,6 +47,7 @@ class RunAttempt:
     target: str
     attempt: int = 1
     timeout: float | None = None
+    slot: Slot | None = None  # its keys, when it is held to a Limit or a Rate
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from .. import clock, engine
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from ..observability import observers
 from .persistence import definition_of
+from .slots import release_after
 from .sql import Statement, statements
 from .unit import Applied, Options, fire, report, report_if_unchanged
 
@@ -58,6 +59,7 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
         logger.info("Attempt %s is stale; not running it", token)
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
+        release_after(token)
         return None
     return Claimed(work, at, row, snapshot, stored)
 
@@ -74,8 +76,10 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
     instance_id = instance_id or _instance_of(token)
     if instance_id is None:
         return False
-    return _finished(token, report(str(instance_id), engine.AttemptFinished(token, result),
-                                   _finish_options(token, result, claimed_at)))
+    finished = _finished(token, report(str(instance_id), engine.AttemptFinished(token, result),
+                                       _finish_options(token, result, claimed_at)))
+    release_after(token)
+    return finished
 
 
 def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
@@ -87,7 +91,15 @@ def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
     command = engine.AttemptFinished(token, result)
     applied = report_if_unchanged(claimed.row, command, options, loaded=claimed.snapshot) \
         or report(claimed.work.snapshot.id, command, options)
+    if limited(claimed.work):
+        release_after(token)
     return _finished(token, applied)
+
+
+def limited(work: engine.Work) -> bool:
+    """Whether the work is held to a Limit (its end frees a slot)."""
+    declared = work.operation or work.branch
+    return declared is not None and getattr(declared, "concurrency", None) is not None
 
 
 def _finish_options(token: str, result: engine.AttemptOutcome, claimed_at: float | None
@@ -137,6 +149,7 @@ def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
             status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")
 
     applied = fire(str(instance_id), engine.AttemptInterrupted(token), then=record)
+    release_after(token)  # interrupted, it holds its slot no longer
     return applied is not None and applied.outcome.moved
 
 

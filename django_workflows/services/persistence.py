@@ -7,10 +7,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
@@ -30,6 +32,7 @@ from ..models import (
     WorkflowTask,
 )
 from ..observability import observers
+from .slots import UNCLAIMED, release, take_slots
 from .sql import EventRow, Statement, statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
@@ -217,9 +220,13 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
     cleared: set[str] = set()
     for effect in effects:
         if isinstance(effect, engine.RunAttempt):
+            slot = effect.slot or engine.Slot()
             attempts[effect.token] = Attempt(
                 token=effect.token, instance_id=effect.instance_id, kind=effect.kind,
-                target=effect.target, number=effect.attempt, timeout=effect.timeout)
+                target=effect.target, number=effect.attempt, timeout=effect.timeout,
+                limit_key=slot.limit_key, limit_max=slot.max or None,
+                rate_key=slot.rate_key, rate_limit=slot.rate_limit or None,
+                rate_per=slot.per or None)
         elif isinstance(effect, engine.StopAttempt):
             stops[effect.token] = effect.reason
         elif isinstance(effect, engine.SetDeadline) and effect.kind == "attempt-timeout":
@@ -244,15 +251,24 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
     if deadlines:
         Deadline.objects.bulk_create(deadlines.values())
     if attempts:
+        take_slots(list(attempts.values()))  # a limited one waits while its key is full
         Attempt.objects.bulk_create(attempts.values())
     by_reason: dict[str, list[str]] = defaultdict(list)
     for token, reason in stops.items():
         if token not in attempts:
             by_reason[reason].append(token)
+    if by_reason:
+        # A limited one stopped before it ran frees its slot (or its place in the line).
+        freed = set(Attempt.objects.filter(
+            token__in=[t for tokens in by_reason.values() for t in tokens],
+            status__in=UNCLAIMED).exclude(limit_key="", rate_key="")
+            .values_list("limit_key", "rate_key"))
+        if freed:
+            transaction.on_commit(partial(release, {key for pair in freed for key in pair}))
     for reason, tokens in by_reason.items():
         # One that no worker claimed yet never will run: the claim would be refused.
         Attempt.objects.filter(token__in=tokens).update(stop_reason=reason, status=Case(
-            When(status=AttemptStatus.QUEUED, then=Value(AttemptStatus.DROPPED.value)),
+            When(status__in=UNCLAIMED, then=Value(AttemptStatus.DROPPED.value)),
             default=F("status")))
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
 

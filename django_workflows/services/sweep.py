@@ -22,6 +22,7 @@ from ..observability.observers import observed_sweep
 from .attempts import fire_attempt_timeout, fire_deadline, interrupt_attempt
 from .schedules import fire_due_schedules, next_schedule_due_at
 from .signals import deliver_kept_signals, expire_kept_signals
+from .slots import next_look_at, release_due
 
 LEASE = "sweep"
 
@@ -67,12 +68,14 @@ def look_after_kept_signals(now: datetime) -> int:
 
 def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
     """Fire what is due, oldest first, each in its own unit of work: the deadline rows,
-    then the running attempts' own timeouts."""
+    then the running attempts' own timeouts, then the waiting attempts whose rate lets
+    them start now (``slots.py``)."""
     due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
     fired = sum(fire_deadline(deadline) for deadline in list(due[:limit]))
     timed_out = Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__lte=now)
-    return fired + sum(fire_attempt_timeout(token, instance_id) for token, instance_id
-                       in list(timed_out.values_list("token", "instance_id")[:limit]))
+    fired += sum(fire_attempt_timeout(token, instance_id) for token, instance_id
+                 in list(timed_out.values_list("token", "instance_id")[:limit]))
+    return fired + release_due(now)
 
 
 def next_deadline_at() -> datetime | None:
@@ -81,7 +84,7 @@ def next_deadline_at() -> datetime | None:
     times = [Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first(),
              Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__isnull=False)
              .order_by("timeout_at").values_list("timeout_at", flat=True).first(),
-             next_schedule_due_at()]
+             next_schedule_due_at(), next_look_at()]
     return min((t for t in times if t is not None), default=None)
 
 
@@ -93,6 +96,9 @@ def interrupt_silent_attempts(now: datetime, limit: int = 500) -> int:
 
 
 def redispatch_lost_attempts(now: datetime, limit: int = 500) -> int:
+    """Hand out again attempts that no worker claimed for ``REDISPATCH_AFTER``; and the
+    waiting attempts of every key that has room (a release lost with its process)."""
+    released = release_due(now, every_key=True)
     lost_before = now - timedelta(seconds=workflow_settings.REDISPATCH_AFTER)
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)
     tokens = list(lost.values_list("token", flat=True)[:limit])
@@ -100,7 +106,7 @@ def redispatch_lost_attempts(now: datetime, limit: int = 500) -> int:
         Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
             enqueued_at=now)
         workflow_settings.RUNNER().enqueue(tokens)
-    return len(tokens)
+    return released + len(tokens)
 
 
 # -- the lease ---------------------------------------------------------------------------

@@ -295,7 +295,7 @@ def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
 # -- after commit -----------------------------------------------------------------------
 
 
-def _hand_out(runner: Any, tokens: list[str]) -> None:
+def hand_out(runner: Any, tokens: list[str]) -> None:
     """Give work to the runner; if it fails, the command stays committed all the same.
 
     Work the runner did not take stays queued, and the sweep hands it out again.
@@ -317,5 +317,5 @@ def after_commit(saved: Saved) -> None:
         transaction.on_commit(partial(announce, definitions, list(saved.events)))
     if saved.dispatch:
         # The runner the settings name now, when the work was made (RUNNER, a dotted path).
-        transaction.on_commit(partial(_hand_out, workflow_settings.RUNNER(),
+        transaction.on_commit(partial(hand_out, workflow_settings.RUNNER(),
                                       list(saved.dispatch)))

@@ -14,6 +14,7 @@ from ..definition import Operation, Step, check_candidates, in_seconds
 from ..errors import DefinitionError, HookFailed, Refused
 from ..messages import CANCELLED, step_hook
 from ..outcome import ClearDeadline, RunAttempt, SaveTask, SetDeadline, StopAttempt
+from ..slots import slot_of
 from ..snapshot import (
     AttemptKind,
     BranchSnapshot,
@@ -44,9 +45,12 @@ def put_operation(c: Change, operation: OperationSnapshot) -> None:
 
 
 def dispatch_branch(c: Change, step: Step, branch_id: str) -> None:
+    branch = next((b for b in step.branches if b.id == branch_id), None)
+    slot = None if branch is None else slot_of(
+        c, branch.concurrency, branch.rate, step.id, f'branch "{branch_id}" of step "{step.id}"')
     token = c.new_token()
     put_branch(c, BranchSnapshot(id=branch_id, step=step.id, status="running", token=token))
-    c.effect(RunAttempt(c.snap.id, token, "branch", f"{step.id}:{branch_id}"))
+    c.effect(RunAttempt(c.snap.id, token, "branch", f"{step.id}:{branch_id}", slot=slot))
 
 
 def dispatch_branches(c: Change, step: Step) -> None:
@@ -59,12 +63,14 @@ def dispatch_branches(c: Change, step: Step) -> None:
 
 def queue_attempt(c: Change, operation: OperationSnapshot, definition: Operation, attempt: int,
                   token: str | None = None) -> None:
+    slot = slot_of(c, definition.concurrency, definition.rate, operation.step,
+                   f'operation "{operation.id}"')
     token = token or c.new_token()
     put_operation(c, replace(operation, status="queued", attempt=attempt, token=token,
                              retry_at=None))
     c.emit("operation-queued", step=operation.step, operation=operation.id, attempt=attempt)
     c.effect(RunAttempt(c.snap.id, token, "operation", operation.id, attempt,
-                        in_seconds(definition.timeout)))
+                        in_seconds(definition.timeout), slot))
 
 
 DONE = ("succeeded", "skipped")  # an operation a step need not run (again)
