@@ -9,6 +9,9 @@
 | E005 | another broken definition |
 | E006 | a nested workflow id that is not registered |
 | E007 | a ``Timer`` with neither ``after`` nor ``until`` (or both) |
+| E008 | a ``Limit`` or ``Rate`` of an operation or a branch: ``max`` or ``limit`` below 1, |
+|      | a window that is not a positive number of seconds, a key neither a string nor a   |
+|      | callable                                                                          |
 | E010 | a bad ``DJANGO_WORKFLOWS`` setting (the Tasks runner's backend or queues too) |
 | E020 | django-q2's ``retry`` does not exceed its largest task ``timeout`` |
 | E021 | django-q2's ``max_attempts`` is unbounded |
@@ -56,7 +59,7 @@ NAME_SETTINGS = {"TASKS_BACKEND", "TASKS_QUEUE", "TASKS_SWEEP_QUEUE", "METRICS_T
 OPTIONAL_NAMES = {"TASKS_SWEEP_QUEUE", "METRICS_TOKEN"}
 
 DEFINITION_KINDS = {"unknown_step": "E001", "duplicate_id": "E002", "not_callable": "E004",
-                    "timer_without_time": "E007", "bad_cron": "E051",
+                    "timer_without_time": "E007", "bad_limit": "E008", "bad_cron": "E051",
                     "unknown_timezone": "E052"}
 
 

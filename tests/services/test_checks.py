@@ -352,3 +352,19 @@ def test_w001_names_only_what_is_missing():
 def test_a_sound_sqlite_configuration_passes():
     with override_settings(DATABASES={"default": SOUND_SQLITE}):
         assert checks.check_sqlite() == []
+
+
+@pytest.mark.parametrize(("module", "message"), [
+    ("limit_max", 'Operation "charge": concurrency max must be an int >= 1, not 0'),
+    ("rate_window", 'Operation "call": rate per must be a positive number of seconds or a '
+                    "timedelta, not 0"),
+    ("limit_key", 'Branch "courier": concurrency: key must be a non-empty string of at most '
+                  "200 characters or a callable, not 7"),
+])
+def test_e008_a_broken_limit_names_its_operation_or_branch(module, message):
+    registry.autodiscover(f"broken.{module}")
+
+    (problem,) = with_id(definition_problems(), "E008")
+
+    assert problem.msg == message
+    assert problem.hint == f"in tests.testapp.broken.{module}"
