@@ -250,7 +250,49 @@ def test_rollback_runs_in_order_and_resumes_after_its_worker_was_killed(cluster)
     assert (row.current_step, row.history, row.operations, row.errors) == ("", [], [], [])
 
 
+def overlapping(rows: list[Attempt]) -> int:
+    """The most attempts of ``rows`` that ran at once, by their claims and ends."""
+    edges = sorted([(a.claimed_at, 1) for a in rows] + [(a.finished_at, -1) for a in rows],
+                   key=lambda edge: (edge[0], edge[1]))
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_a_limited_operation_runs_one_per_tenant_while_workers_are_free(cluster):
+    instances = [services.create("bg-limited", state={"tenant": tenant, "n": n, "sleep": 0.3},
+                                 start=True) for n in range(4) for tenant in (1, 2)]
+
+    for instance in instances:
+        until(instance, at_step("done"), "every limited operation to finish")
+    rows = list(Attempt.objects.filter(target="call"))
+    assert {a.status for a in rows} == {AttemptStatus.FINISHED}
+    by_tenant = Counter(a.limit_key for a in rows)
+    assert by_tenant == {"tenant-1": 4, "tenant-2": 4}
+    # Two workers, two tenants: one of each at a time, never two of one tenant.
+    for key in by_tenant:
+        assert overlapping([a for a in rows if a.limit_key == key]) == 1
+    assert overlapping(rows) == 2
+
+
 # -- tests that stop or kill the cluster ------------------------------------------------------
+
+
+def test_a_worker_killed_holding_a_slot_frees_it_when_its_attempt_is_recovered(cluster):
+    dying = services.create("bg-limited", state={"tenant": 3, "die": True}, start=True)
+    until(dying, lambda row: "limited died" in notes(), "the limited operation to kill its worker")
+    waiting = services.create("bg-limited", state={"tenant": 3, "n": 1}, start=True)
+    (held,) = Attempt.objects.filter(instance=waiting)
+    assert held.status == AttemptStatus.WAITING
+
+    row = until(dying, lambda row: row.status == "failed", "the heartbeat to expire")
+    assert row.errors == [INTERRUPTED_WORKFLOW]
+    until(waiting, at_step("done"), "the waiting operation to get the freed slot")
+    assert notes() == ["limited died", "limited 1"]
+    assert [a.status for a in Attempt.objects.filter(limit_key="tenant-3")
+            .order_by("enqueued_at")] == [AttemptStatus.INTERRUPTED, AttemptStatus.FINISHED]
 
 
 def test_kill_9_of_the_cluster_interrupts_the_operation_and_retry_completes_it(

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from django_workflows import Branch, Operation, Step, Transition, Workflow, register
+from django_workflows import Branch, Limit, Operation, Step, Transition, Workflow, register
 
 from .models import Note
 
@@ -53,6 +53,16 @@ def die_once(ctx):
         os.kill(os.getpid(), signal.SIGKILL)
     note("survived")
     return {"survived": True}
+
+
+def limited_work(ctx):
+    """Runs ``sleep`` seconds; with ``die``, kills its own worker the first time it runs."""
+    if ctx.state.get("die") and not Note.objects.filter(text="limited died").exists():
+        note("limited died")
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(ctx.state.get("sleep", 0.2))
+    note(f"limited {ctx.state.get('n', 0)}")
+    return {}
 
 
 def branch(name: str):
@@ -155,6 +165,16 @@ op_timing_out = register(Workflow(
     id="bg-op-timeout",
     steps=[Step("work", advance="auto",
                 operations=[Operation("count", run=slow_counter, timeout=1)]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
+))
+
+# At most ``max`` of an operation per tenant run at once, however many workers are free.
+limited = register(Workflow(
+    id="bg-limited",
+    steps=[Step("work", advance="auto", operations=[Operation(
+        "call", run=limited_work,
+        concurrency=Limit(key=lambda ctx: f"tenant-{ctx.state['tenant']}", max=1))]),
            Step("done")],
     transitions=[Transition("work", "done")],
 ))
