@@ -333,6 +333,9 @@ class LimitedKey(models.Model):
     slot of it is taken or given on, so two workers never both take its last slot."""
 
     key = models.CharField(max_length=200, primary_key=True)
+    # Written by whoever makes the row, and by whoever races that: its upsert takes the
+    # row's lock at once (an ignored insert would share it, and two sharers deadlock).
+    made_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
         return self.key

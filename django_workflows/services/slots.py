@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connections, router, transaction
 
 from .. import clock
 from ..conf import workflow_settings
@@ -46,8 +46,11 @@ def lock_keys(keys: Iterable[str]) -> None:
                    .order_by("key").values_list("key", flat=True))
 
     if lock() < len(wanted):
+        target = connections[router.db_for_write(LimitedKey)].features \
+            .supports_update_conflicts_with_target  # MySQL upserts on any unique key
         LimitedKey.objects.bulk_create([LimitedKey(key=key) for key in wanted],
-                                       ignore_conflicts=True)
+                                       update_conflicts=True, update_fields=["made_at"],
+                                       unique_fields=["key"] if target else None)
         lock()
 
 
