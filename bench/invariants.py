@@ -33,6 +33,10 @@ The checks:
 ``acknowledged``
     Every write a client saw succeed is there: each instance it was told
     about exists, at least at the revision it was shown.
+``limits``
+    No more attempts of a ``Limit``'s key ran at once than its ``max`` (by their
+    claims and ends); no attempt waits for a slot of a key that has had room for
+    longer than the sweep takes to notice.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from django_workflows.engine.outcome import EVENT_TYPES  # pure Python, no Djang
 # Event types the replay knows; anything else is reported.
 KNOWN_EVENTS = frozenset(EVENT_TYPES)
 IN_FLIGHT = frozenset({"queued", "running", "retrying"})
-LIVE_ATTEMPT = frozenset({"queued", "running"})
+LIVE_ATTEMPT = frozenset({"queued", "running", "waiting"})
 SETTLED = frozenset({"idle", "completed", "cancelled", "failed", "blocked"})
 FINAL = frozenset({"idle", "completed"})  # nothing left for an operator to decide
 
@@ -165,10 +169,10 @@ def load(connection: Any, now: datetime | None = None) -> Data:
             events[row["instance_id"]].append(row)
         data.events = dict(events)
         for row in _rows(cursor, "SELECT token, instance_id, kind, target, status, stop_reason, "
-                                 "enqueued_at, heartbeat_at, finished_at "
-                                 "FROM django_workflows_attempt"):
+                                 "enqueued_at, claimed_at, heartbeat_at, finished_at, "
+                                 "limit_key, limit_max FROM django_workflows_attempt"):
             row["instance_id"] = _id(row["instance_id"])
-            for name in ("enqueued_at", "heartbeat_at", "finished_at"):
+            for name in ("enqueued_at", "claimed_at", "heartbeat_at", "finished_at"):
                 row[name] = _time(row[name])
             data.attempts[row["token"]] = row
         for row in _rows(cursor, "SELECT instance_id, kind, token, due_at "
@@ -326,7 +330,7 @@ def _live(attempt: Mapping[str, Any] | None, data: Data, limits: Limits) -> bool
     """An attempt that may still report: queued, or running with a recent heartbeat."""
     if attempt is None or attempt["status"] not in LIVE_ATTEMPT:
         return False
-    if attempt["status"] == "queued":
+    if attempt["status"] in ("queued", "waiting"):  # waiting: for a slot (check_limits)
         return True
     beat = attempt["heartbeat_at"]
     return beat is not None and data.now - beat <= limits.silent
@@ -521,6 +525,43 @@ def check_acknowledged(data: Data, seen: Mapping[str, int]) -> list[str]:
     return violations
 
 
+def most_at_once(spans: Iterable[tuple[datetime, datetime]]) -> int:
+    """The most of ``spans`` (start, end) that overlap at any moment."""
+    edges = sorted(edge for start, end in spans for edge in ((start, 1), (end, -1)))
+    running = most = 0
+    for _, step in edges:  # at a tie an end (-1) sorts first: touching spans do not overlap
+        running += step
+        most = max(most, running)
+    return most
+
+
+def check_limits(data: Data, limits: Limits) -> list[str]:
+    """Limits per key held: never more running than ``max``; no waiting with room."""
+    violations = []
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for attempt in data.attempts.values():
+        if attempt.get("limit_key"):
+            by_key[attempt["limit_key"]].append(attempt)
+    for key, attempts in by_key.items():
+        most_allowed = max(a["limit_max"] or 1 for a in attempts)
+        spans = [(a["claimed_at"], a["finished_at"] or data.now) for a in attempts
+                 if a["claimed_at"] is not None]
+        if (most := most_at_once(spans)) > most_allowed:
+            violations.append(f"{most} attempts of key {key} ran at once; its max is "
+                              f"{most_allowed}")
+        taken = sum(a["status"] in ("queued", "running") for a in attempts)
+        # The key has had room since its last attempt ended, or its oldest waited if later.
+        room_since = max([a["finished_at"] for a in attempts if a["finished_at"]]
+                         + [min((a["enqueued_at"] for a in attempts
+                                 if a["status"] == "waiting"), default=data.now)])
+        for a in attempts:
+            if a["status"] == "waiting" and taken < (a["limit_max"] or 1) \
+                    and data.now - room_since > limits.overdue:
+                violations.append(f"attempt {a['token']} waits for a slot of {key}, which "
+                                  f"has had room ({taken} of {a['limit_max']} taken)")
+    return violations
+
+
 # -- all together ----------------------------------------------------------------------------
 
 def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = None
@@ -532,6 +573,7 @@ def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = No
         "deadlines": check_deadlines(data, limits),
         "payments": check_payments(data),
         "stock": check_stock(data),
+        "limits": check_limits(data, limits),
     }
     if seen is not None:
         results["acknowledged"] = check_acknowledged(data, seen)

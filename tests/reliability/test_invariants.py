@@ -240,3 +240,34 @@ def test_acknowledged_writes_must_be_there(users: list[Any]) -> None:
     assert set(check(seen={str(instance.pk): 5, gone: 1})["acknowledged"]) == {
         f"instance {instance.pk} is at revision 2, a client was shown 5",
         f"instance {gone} was acknowledged to a client (revision 1) and is gone"}
+
+
+def test_a_limit_overrun_and_a_forgotten_waiting_attempt_are_caught(settings: Any) -> None:
+    from django_workflows import Limit, Operation, Step, Workflow, registry
+    from django_workflows.models import Attempt
+
+    definition = Workflow(id="limited-once", steps=[Step("call", operations=[Operation(
+        "call", run=lambda ctx: {}, concurrency=Limit(key="partner", max=1))])])
+    registry.register(definition, origin="tests.reliability.test_invariants")
+    try:
+        settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS,
+                                     "RUNNER": "tests.services.test_slots.HoldingRunner"}
+        first, second = (services.create("limited-once", start=True) for _ in range(2))
+        assert check()["limits"] == [] and check()["live_work"] == []  # waiting is live
+
+        now = timezone.now()
+        Attempt.objects.filter(instance=second).update(status="running", claimed_at=now,
+                                                       heartbeat_at=now)
+        Attempt.objects.filter(instance=first).update(status="running", claimed_at=now,
+                                                      heartbeat_at=now)
+        assert check()["limits"] == ["2 attempts of key partner ran at once; its max is 1"]
+
+        Attempt.objects.filter(instance=first).update(
+            status="finished", finished_at=now - timedelta(seconds=100))
+        Attempt.objects.filter(instance=second).update(  # it came before the first ended
+            status="waiting", claimed_at=None, enqueued_at=now - timedelta(seconds=200))
+        (token,) = Attempt.objects.filter(instance=second).values_list("token", flat=True)
+        assert check()["limits"] == [f"attempt {token} waits for a slot of partner, which "
+                                     "has had room (0 of 1 taken)"]
+    finally:
+        registry.unregister(definition.id)
