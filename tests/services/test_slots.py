@@ -15,7 +15,17 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from django_workflows import Limit, Operation, Rate, Step, Workflow, clock, registry, services
+from django_workflows import (
+    Branch,
+    Limit,
+    Operation,
+    Rate,
+    Step,
+    Workflow,
+    clock,
+    registry,
+    services,
+)
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.runners.worker import run_attempt
 from django_workflows.services.slots import waiting_for
@@ -53,6 +63,9 @@ def workflows():
             concurrency=Limit(key=merchant, max=2))])]),
         Workflow(id="rated", steps=[Step("call", operations=[Operation(
             "call", run=lambda ctx: "called", rate=Rate(key="partner-api", limit=2, per=60))])]),
+        Workflow(id="fan-out", steps=[Step("fan", parallel=[
+            Branch(name, run=lambda ctx: None, concurrency=Limit(key="warehouse", max=1))
+            for name in ("a", "b", "c")])]),
         Workflow(id="broken-key", steps=[Step("charge", operations=[Operation(
             "charge", run=lambda ctx: "charged",
             concurrency=Limit(key=lambda ctx: ctx.state["missing"], max=1))])]),
@@ -228,3 +241,15 @@ def test_a_key_function_that_fails_fails_the_workflow_with_a_message_naming_it()
     assert 'concurrency key of operation "charge"' in row.errors[0]
     assert "missing" in row.errors[0]
     assert not Attempt.objects.filter(instance=instance).exists()
+
+
+def test_branches_are_held_to_their_limit_too():
+    with HOLDING:
+        instance = services.create("fan-out", start=True)
+
+    rows = Attempt.objects.filter(instance=instance).order_by("target")
+    assert [(a.target, a.status) for a in rows] == [
+        ("fan:a", "queued"), ("fan:b", "waiting"), ("fan:c", "waiting")]
+    run_held(rows[0].token)
+    assert [a.status for a in Attempt.objects.filter(instance=instance).order_by("target")
+            ] == ["finished", "queued", "waiting"]
