@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
 from django.db import connections, router, transaction
+from django.db.models import Q
 
 from .. import clock
 from ..conf import workflow_settings
@@ -32,7 +33,8 @@ logger = logging.getLogger("django_workflows")
 
 ACTIVE = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)  # holding a slot
 UNCLAIMED = (AttemptStatus.QUEUED, AttemptStatus.WAITING)  # no worker has it yet
-BATCH = 200  # waiting attempts a release looks at per key
+PAGE = 16  # waiting attempts a release reads at a time, per key
+BATCH = 200  # keys a sweep looks at
 
 
 def lock_keys(keys: Iterable[str]) -> None:
@@ -147,49 +149,61 @@ def take_slots(attempts: Sequence[Attempt]) -> None:
             tally.waits(attempt)
 
 
-def waiting_in_order(keys: set[str]) -> list[Attempt]:
-    """The oldest waiting attempts of each key (at most ``BATCH`` each), oldest first."""
+def waiting_in_order(keys: set[str], after: tuple[datetime, str] | None = None
+                     ) -> list[Attempt]:
+    """The oldest waiting attempts of each key (a ``PAGE`` each, after ``after``), oldest
+    first."""
     found: dict[str, Attempt] = {}
     for field in ("limit_key", "rate_key"):
         for key in keys:
-            rows = (Attempt.objects.filter(**{field: key}, status=AttemptStatus.WAITING)
-                    .order_by("enqueued_at", "token")
-                    .only("token", "limit_key", "limit_max", "rate_key", "rate_limit",
-                          "rate_per", "enqueued_at", "look_again_at")[:BATCH])
-            found.update((a.token, a) for a in rows)
+            rows = Attempt.objects.filter(**{field: key}, status=AttemptStatus.WAITING)
+            if after is not None:
+                rows = rows.filter(Q(enqueued_at__gt=after[0])
+                                   | Q(enqueued_at=after[0], token__gt=after[1]))
+            found.update((a.token, a) for a in rows.order_by("enqueued_at", "token").only(
+                "token", "limit_key", "limit_max", "rate_key", "rate_limit", "rate_per",
+                "enqueued_at", "look_again_at")[:PAGE])
     return sorted(found.values(), key=lambda a: (a.enqueued_at, a.token))
 
 
 def release(keys: Iterable[str]) -> list[str]:
     """Hand out the waiting attempts of ``keys`` that fit now, oldest first; their tokens.
 
-    A transaction of its own (the runner gets them when it commits). An attempt whose
-    other key is not among ``keys`` is locked too, with the rest, in key order.
+    A transaction of its own (the runner gets them when it commits). The keys of the
+    first page's attempts are locked with ``keys``, in key order; an attempt further on
+    whose other key was not locked waits for the next release (the sweep's at the latest).
     """
     keys = set(keys) - {""}
     if not keys:
         return []
     handed: list[str] = []
     with transaction.atomic():
-        lock_keys(keys | _keys(waiting_in_order(keys)))
+        locked = keys | _keys(waiting_in_order(keys))
+        lock_keys(locked)
         now = clock.now_datetime()
         tally = Tally(now)
         blocked: set[str] = set()  # keys whose oldest waiting attempt cannot go yet
         heads: dict[str, datetime | None] = {}
-        for attempt in waiting_in_order(keys):
-            own = _keys([attempt])
-            if own & blocked:
-                if attempt.look_again_at is not None and attempt.look_again_at <= now:
-                    heads[attempt.token] = None  # behind another now: that one is looked at
-                continue
-            fits, until = tally.fits(attempt)
-            if fits:
-                handed.append(attempt.token)
-                tally.take(attempt)
-            else:
-                if until != attempt.look_again_at:
-                    heads[attempt.token] = until
-                blocked |= own
+        page = waiting_in_order(keys)
+        while page:
+            for attempt in page:
+                own = _keys([attempt])
+                if own & blocked or not own <= locked:
+                    if attempt.look_again_at is not None and attempt.look_again_at <= now:
+                        heads[attempt.token] = None  # behind another: that one is looked at
+                    blocked |= own
+                    continue
+                fits, until = tally.fits(attempt)
+                if fits:
+                    handed.append(attempt.token)
+                    tally.take(attempt)
+                else:
+                    if until != attempt.look_again_at:
+                        heads[attempt.token] = until
+                    blocked |= own
+            last = page[-1]
+            page = [] if keys <= blocked else waiting_in_order(
+                keys - blocked, after=(last.enqueued_at, last.token))
         if handed:
             Attempt.objects.filter(token__in=handed, status=AttemptStatus.WAITING).update(
                 status=AttemptStatus.QUEUED, handed_out_at=now, enqueued_at=now,

@@ -63,6 +63,8 @@ def workflows():
             concurrency=Limit(key=merchant, max=2))])]),
         Workflow(id="rated", steps=[Step("call", operations=[Operation(
             "call", run=lambda ctx: "called", rate=Rate(key="partner-api", limit=2, per=60))])]),
+        Workflow(id="rated-wide", steps=[Step("call", operations=[Operation(
+            "call", run=lambda ctx: "called", rate=Rate(key="wide-api", limit=20, per=60))])]),
         Workflow(id="fan-out", steps=[Step("fan", parallel=[
             Branch(name, run=lambda ctx: None, concurrency=Limit(key="warehouse", max=1))
             for name in ("a", "b", "c")])]),
@@ -253,3 +255,20 @@ def test_branches_are_held_to_their_limit_too():
     run_held(rows[0].token)
     assert [a.status for a in Attempt.objects.filter(instance=instance).order_by("target")
             ] == ["finished", "queued", "waiting"]
+
+
+def test_a_window_that_opens_for_many_hands_them_all_out_at_once_in_order():
+    fake = FakeClock()
+    clock.use(fake.now)
+    try:
+        with HOLDING:
+            instances = [services.create("rated-wide", start=True) for _ in range(45)]
+            assert [attempt_of(i).status for i in instances].count("waiting") == 25
+            fake.advance(61)
+            services.sweep()
+        statuses = [attempt_of(i).status for i in instances]
+        assert statuses == ["queued"] * 40 + ["waiting"] * 5  # more than a page, oldest first
+        assert attempt_of(instances[40]).look_again_at == clock.now_datetime() + timedelta(
+            seconds=60)
+    finally:
+        clock.use(None)
