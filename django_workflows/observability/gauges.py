@@ -35,6 +35,7 @@ class Reading:
     overdue_tasks: dict[str, int] = field(default_factory=dict)
     queued: int = 0
     oldest_queued: float = 0.0  # seconds the oldest queued attempt has waited
+    waiting: int = 0  # attempts held back by their key's Limit or Rate
     since_sweep: float = math.inf  # no sweep ever ran: +Inf
 
 
@@ -51,12 +52,15 @@ def read() -> Reading:
         open_tasks[row["workflow"]] = open_tasks.get(row["workflow"], 0) + row["n"]
         if row["rank"] == 0:  # the inbox's rank: 0 is overdue
             overdue_tasks[row["workflow"]] = overdue_tasks.get(row["workflow"], 0) + row["n"]
-    queued = Attempt.objects.filter(status=AttemptStatus.QUEUED).aggregate(
-        n=Count("pk"), oldest=Min("enqueued_at"))
+    unclaimed = {row["status"]: row for row in Attempt.objects.filter(
+        status__in=(AttemptStatus.QUEUED, AttemptStatus.WAITING)).order_by().values("status")
+        .annotate(n=Count("pk"), oldest=Min("enqueued_at"))}
+    queued = unclaimed.get(AttemptStatus.QUEUED, {"n": 0, "oldest": None})
     swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
     return Reading(
         read_at=time.monotonic(), instances=instances, open_tasks=open_tasks,
         overdue_tasks=overdue_tasks, queued=queued["n"],
+        waiting=unclaimed.get(AttemptStatus.WAITING, {"n": 0})["n"],
         oldest_queued=max(now - queued["oldest"].timestamp(), 0.0) if queued["oldest"] else 0.0,
         since_sweep=max(now - swept_at.timestamp(), 0.0) if swept_at else math.inf)
 
@@ -108,6 +112,8 @@ class TableGauges(Collector):
             GaugeMetricFamily(f"{PREFIX}_attempts_queued_oldest_seconds", "How long the "
                               "oldest queued attempt has waited (0: none waits).",
                               value=reading.oldest_queued),
+            GaugeMetricFamily(f"{PREFIX}_attempts_waiting", "Attempts waiting for a slot of "
+                              "their key (Limit, Rate).", value=reading.waiting),
             GaugeMetricFamily(f"{PREFIX}_seconds_since_sweep", "Seconds since a sweep last "
                               "ran (+Inf: never).", value=reading.since_sweep),
         ]

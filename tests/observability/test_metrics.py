@@ -83,7 +83,18 @@ def test_the_gauges_show_instances_by_status_and_queued_attempts_from_the_tables
     assert value(samples, "django_workflows_instances", **ORDER, status="idle") == 1
     assert value(samples, "django_workflows_attempts_queued") == 0
     assert value(samples, "django_workflows_attempts_queued_oldest_seconds") == 0
+    assert value(samples, "django_workflows_attempts_waiting") == 0
     assert math.isinf(value(samples, "django_workflows_seconds_since_sweep"))  # none ran
+
+
+def test_attempts_waiting_for_a_slot_are_a_gauge_of_their_own(client: Any) -> None:
+    services.create("obs-order", start=True)
+    Attempt.objects.filter(pk=Attempt.objects.first().pk).update(status="waiting")
+    table_gauges.forget()
+
+    samples = scrape(client, TOKEN)
+    assert value(samples, "django_workflows_attempts_waiting") == 1
+    assert value(samples, "django_workflows_attempts_queued") == 0
 
 
 def test_signals_delivered_and_timers_fired_are_counted_with_the_lateness(client: Any
