@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db.models import Count, Min
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -52,16 +53,20 @@ def read() -> Reading:
         open_tasks[row["workflow"]] = open_tasks.get(row["workflow"], 0) + row["n"]
         if row["rank"] == 0:  # the inbox's rank: 0 is overdue
             overdue_tasks[row["workflow"]] = overdue_tasks.get(row["workflow"], 0) + row["n"]
-    unclaimed = {row["status"]: row for row in Attempt.objects.filter(
-        status__in=(AttemptStatus.QUEUED, AttemptStatus.WAITING)).order_by().values("status")
-        .annotate(n=Count("pk"), oldest=Min("enqueued_at"))}
-    queued = unclaimed.get(AttemptStatus.QUEUED, {"n": 0, "oldest": None})
+    counts: dict[str, int] = {}
+    oldest: datetime | None = None  # of the queued ones
+    for status, n, first in (Attempt.objects.filter(
+            status__in=(AttemptStatus.QUEUED, AttemptStatus.WAITING)).order_by()
+            .values_list("status").annotate(n=Count("pk"), oldest=Min("enqueued_at"))):
+        counts[status] = n
+        if status == AttemptStatus.QUEUED:
+            oldest = first
     swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
     return Reading(
         read_at=time.monotonic(), instances=instances, open_tasks=open_tasks,
-        overdue_tasks=overdue_tasks, queued=queued["n"],
-        waiting=unclaimed.get(AttemptStatus.WAITING, {"n": 0})["n"],
-        oldest_queued=max(now - queued["oldest"].timestamp(), 0.0) if queued["oldest"] else 0.0,
+        overdue_tasks=overdue_tasks, queued=counts.get(AttemptStatus.QUEUED, 0),
+        waiting=counts.get(AttemptStatus.WAITING, 0),
+        oldest_queued=max(now - oldest.timestamp(), 0.0) if oldest else 0.0,
         since_sweep=max(now - swept_at.timestamp(), 0.0) if swept_at else math.inf)
 
 
