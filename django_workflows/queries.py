@@ -12,9 +12,13 @@ from .engine.limits import MAX_LOGS
 from .engine.schema import json_schema_of
 from .graph import marks_for
 from .models import Attempt, AttemptStatus, WorkflowInstance, WorkflowTask
+from .services.slots import waiting_for
 
-# What a running attempt reports on its own row until it ends, by fencing token.
+# What a running attempt reports on its own row until it ends, and what a waiting one
+# waits for (``waiting_for``), by fencing token.
 LiveAttempts = Mapping[str, Mapping[str, Any]]
+# What an attempt's limits are read from, on its row.
+LIMITS = ("limit_key", "limit_max", "rate_key", "rate_limit", "rate_per")
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,7 @@ class LiveOperation:
 
     operation: engine.OperationSnapshot
     heartbeat_at: datetime | None = None
+    waiting_for: str = ""  # its attempt waits for a slot: what for (services/slots.py)
 
 
 def _running_tokens(instance: WorkflowInstance) -> list[str]:
@@ -35,18 +40,30 @@ def _running_tokens(instance: WorkflowInstance) -> list[str]:
 
 
 def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, Mapping[str, Any]]:
-    """What the running attempts of these instances reported so far, in one query."""
+    """What the running attempts of these instances reported so far, and what the waiting
+    ones wait for, in one query (and one count per limit that some of them wait for)."""
     tokens = [token for instance in instances for token in _running_tokens(instance)]
     if not tokens:
         return {}
-    return {row["token"]: row for row in Attempt.objects.filter(
-        token__in=tokens, status=AttemptStatus.RUNNING).values(
-        "token", "progress", "logs", "live_status", "heartbeat_at", "claimed_at")}
+    rows = {row["token"]: row for row in Attempt.objects.filter(
+        token__in=tokens, status__in=(AttemptStatus.RUNNING, AttemptStatus.WAITING)).values(
+        "token", "status", "progress", "logs", "live_status", "heartbeat_at", "claimed_at",
+        *LIMITS)}
+    said: dict[tuple[Any, ...], str] = {}  # one count per limit, however many wait for it
+    for row in rows.values():
+        if row["status"] == AttemptStatus.WAITING:
+            limits = {name: row[name] for name in LIMITS}
+            key = tuple(limits.values())
+            if key not in said:
+                said[key] = waiting_for(Attempt(status=AttemptStatus.WAITING, **limits))
+            row["waiting_for"] = said[key]
+    return rows
 
 
 def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = None
                     ) -> list[LiveOperation]:
-    """The instance's operations, with what running attempts reported so far.
+    """The instance's operations, with what running attempts reported so far and what
+    waiting ones wait for.
 
     Progress and log lines of a running operation are written to its attempt
     row (not the instance row) until the attempt ends; this merges them in.
@@ -61,8 +78,8 @@ def live_operations(instance: WorkflowInstance, attempts: LiveAttempts | None = 
     shown = []
     for op in operations:
         row = attempts.get(op.token or "")
-        if row is None:
-            shown.append(LiveOperation(op))
+        if row is None or row["status"] == AttemptStatus.WAITING:  # nothing reported yet
+            shown.append(LiveOperation(op, waiting_for=row["waiting_for"] if row else ""))
             continue
         found = definition.find_operation(op.id) if definition is not None else None
         keep = found.max_logs if found is not None else MAX_LOGS

@@ -2,11 +2,13 @@
 
 The engine's status names what the operation does (``retrying``: an attempt after the
 first runs); the panel says it as people read it: *running* with the attempt's number
-beside it, *waiting to retry* with when. The last error is shown only while it is what
-the operation's state is about (it failed, is blocked, or waits to try again) and says
-which attempt it came from; a new attempt that runs has no error yet. Progress is shown
-with its total and the operation's unit (``Operation(metadata={"unit": "rows"})``), and
-a count that says nothing (0, with no total) is left out.
+beside it, *waiting to retry* with when, and what an attempt held back by its ``Limit``
+or ``Rate`` waits for (the engine says *queued*: only the attempt's row knows it waits).
+The last error is shown only while it is what the operation's state is about (it failed,
+is blocked, or waits to try again) and says which attempt it came from; a new attempt
+that runs has no error yet. Progress is shown with its total and the operation's unit
+(``Operation(metadata={"unit": "rows"})``), and a count that says nothing (0, with no
+total) is left out.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from .waiting import when
 SHOWN = {"retrying": ("running", "running"), "idle": ("not started", "idle")}
 
 
-def status_words(op: engine.OperationSnapshot) -> tuple[str, str]:
-    """The badge of ``op``: its words and its colour class."""
+def status_words(op: engine.OperationSnapshot, waiting_for: str = "") -> tuple[str, str]:
+    """The badge of ``op``: its words and its colour class. ``waiting_for``: what its
+    attempt waits for (``services.slots.waiting_for``), when it waits for a slot."""
+    if waiting_for:
+        return waiting_for, "waiting"
     if op.status == "queued" and op.attempt > 1:
         return "queued to retry", "queued"
     if op.status == "waiting":

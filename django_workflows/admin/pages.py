@@ -72,17 +72,17 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
     rows = []
     undone = undone or {}
     now = clock.now()
-    pending: list[tuple[engine.OperationSnapshot, int, tuple[str, ...]]] = [
-        (live.operation, 0, ()) for live in reversed(operations)]
+    pending: list[tuple[engine.OperationSnapshot, int, tuple[str, ...], str]] = [
+        (live.operation, 0, (), live.waiting_for) for live in reversed(operations)]
     while pending:  # depth first, each operation's children after it
-        op, depth, parents = pending.pop()
+        op, depth, parents, waiting_for = pending.pop()
         outcome = _outcome(op, undone.get((*parents, op.id)))
         found = definition.find_operation(op.id) if definition else None
         progress = op.progress
         percent = None
         if progress is not None and progress.total:
             percent = max(0.0, min(100.0, 100.0 * progress.current / progress.total))
-        label, badge = status_words(op)  # admin/operations.py: the panel's words
+        label, badge = status_words(op, waiting_for)  # admin/operations.py: its words
         rows.append({
             "id": op.id, "title": op.title or op.id, "depth": depth, "indent": depth * 1.5,
             "step": op.step, "status": op.status, "attempt": op.attempt,
@@ -95,7 +95,8 @@ def _operation_rows(definition: Workflow | None, operations: list[LiveOperation]
             "in_flight": op.in_flight, "feedback": asdict(engine.feedback(op, now)),
             "outcome": outcome, "outcome_class": (outcome or "").replace(" ", "-"),
         })
-        pending += [(child, depth + 1, (*parents, op.id)) for child in reversed(op.children)]
+        pending += [(child, depth + 1, (*parents, op.id), "")
+                    for child in reversed(op.children)]
     return rows
 
 

@@ -170,6 +170,9 @@ class OperationSerializer(serializers.Serializer):
                                                                      "operation tries again.")
     heartbeat_at = serializers.DateTimeField(allow_null=True, help_text="The running "
                                                                          "attempt's last sign.")
+    waiting_for = serializers.CharField(allow_null=True, help_text=(
+        "What its attempt waits for, held back by its `Limit` or `Rate` (its status stays "
+        "`queued`): `waiting for a slot (merchant-7: 2 of 2 running)`; null otherwise."))
     metadata = serializers.DictField()
     logs = serializers.ListField(child=serializers.CharField())
     feedback = FeedbackSerializer(help_text="How to show it now: `none` (finished, or just "
@@ -197,6 +200,7 @@ def operation_view(live: LiveOperation, now: float) -> dict[str, Any]:
         "retry_at": _iso(op.retry_at),
         "heartbeat_at": None if live.heartbeat_at is None
         else _datetime.to_representation(live.heartbeat_at),
+        "waiting_for": live.waiting_for or None,
         "metadata": dict(op.metadata), "logs": list(op.logs),
         "feedback": asdict(engine.feedback(op, now)),
         "children": [operation_view(LiveOperation(child), now) for child in op.children],

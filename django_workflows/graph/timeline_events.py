@@ -306,7 +306,7 @@ class _Builder:
 
     def claims(self, rows: Iterable[AttemptRow]) -> None:
         """What the attempts' rows know that the events may not yet: a worker's claim, its
-        name, an attempt that was interrupted or dropped."""
+        name, an attempt that was interrupted or dropped, one that waits for a slot."""
         for row in rows:
             if row.kind != "operation":
                 continue
@@ -314,7 +314,7 @@ class _Builder:
                          if run["number"] == row.number),
                         key=lambda run: abs(run.get("queued", 0.0) - row.enqueued_at),
                         default=None)
-            if known is None and row.status not in ("queued", "running"):
+            if known is None and row.status not in ("queued", "running", "waiting"):
                 continue
             found = known or self.attempt(row.target, row.number, new=True)
             found.setdefault("queued", row.enqueued_at)
@@ -324,6 +324,8 @@ class _Builder:
                 found["worker"] = row.worker
             if row.status == "interrupted" and "end" not in found:
                 found.update(end=row.finished_at, outcome="interrupted")
+            if row.status == "waiting":  # held back by its Limit or Rate
+                found["waiting"] = True
 
     def finish(self, status: str, end: float) -> None:
         ongoing = status not in ("completed", "cancelled")
@@ -383,6 +385,9 @@ def attempt_bars(attempt: dict[str, Any], title: str) -> list[Bar]:
     queued, started = attempt.get("queued"), attempt.get("started")
     ended, outcome = attempt.get("end"), attempt.get("outcome") or "running"
     stop_from = attempt.get("stop_from")
+    if attempt.get("waiting") and queued is not None and ended is None:  # no worker asked yet
+        return [Bar(queued, None, "queued", f"#{number} waiting",
+                    f"attempt {number} of {title} waits for a slot")]
     bars = []
     if queued is not None and (started is None or started > queued):
         bars.append(Bar(queued, started if started is not None else ended,
