@@ -9,6 +9,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from .models import (
     Charge,
+    ChargeRequest,
     CourierBooking,
     Customer,
     Payment,
@@ -39,6 +40,14 @@ class ChargeAdmin(ReadOnlyAdmin):
                     "created_at"]
     list_filter = ["status", "payment_method"]
     search_fields = ["id", "reference", "idempotency_key"]
+
+
+@admin.register(ChargeRequest)
+class ChargeRequestAdmin(ReadOnlyAdmin):
+    """What the provider counts: a merchant's requests in flight at once (5 at most)."""
+
+    list_display = ["merchant", "started_at", "finished_at", "concurrent", "refused"]
+    list_filter = ["refused", "merchant"]
 
 
 @admin.register(Payment)

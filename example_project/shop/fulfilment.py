@@ -9,6 +9,11 @@ payment -> confirmation -> preparation (stock || courier) -> shipment -> complet
   by its ``rollback``. The idempotency key names the order and the card, so a
   retry after a lost answer finds the first charge instead of charging twice.
   The charge is pending: the shop records its id (a :class:`Payment` row).
+  The provider allows each merchant at most 5 charge requests at once and refuses a
+  sixth, so the charge is declared with ``concurrency=Limit(key=<the order's merchant>,
+  max=5)``: a sixth order of a merchant waits for a slot (its attempt ``waiting``,
+  holding no worker) and is charged when one of the five ends. The merchant is
+  ``state["merchant"]`` (``"shop"`` when the order names none).
   A declined card blocks the order until someone gives another card, and the
   customer is reminded of it later (:mod:`.reminders`, a timer).
 * ``confirmation`` waits for the bank, without polling: for the signal
@@ -43,6 +48,7 @@ from django.db.models import F
 from django_workflows import (
     Branch,
     HookContext,
+    Limit,
     Operation,
     OperationContext,
     Signal,
@@ -78,6 +84,8 @@ ORDER_SCHEMA = {
             },
         },
         "payment_method": {"type": "string", "maxLength": 60},
+        # Whom the order is charged for (a marketplace's seller): "shop" when not given.
+        "merchant": {"type": "string", "minLength": 1, "maxLength": 40},
         "currency": {"enum": ["EUR", "USD", "GBP"]},
         "address": {
             "type": "object", "required": ["country"],
@@ -116,6 +124,20 @@ def money(cents: int, currency: str) -> str:
 # -- payment ---------------------------------------------------------------------------
 
 
+DEFAULT_MERCHANT = "shop"
+
+
+def merchant_of(state: Any) -> str:
+    """Whom the order is charged for."""
+    return str(state.get("merchant") or DEFAULT_MERCHANT)
+
+
+def merchant_charges(ctx: HookContext) -> str:
+    """The key of the charge's ``Limit``: the provider counts concurrent charges per
+    merchant, so the orders of one merchant share its five slots (``merchant-7``)."""
+    return f"merchant-{merchant_of(ctx.state)}"
+
+
 def payment_key(instance_id: str, payment_method: str) -> str:
     """One charge per order and card: every attempt (and a repeated one) sends this key."""
     return f"order-{instance_id}-{payment_method}"
@@ -132,7 +154,8 @@ def charge_payment(ctx: OperationContext) -> dict[str, Any]:
     try:
         charge = payments.create_charge(
             amount_cents=amount, currency=state["currency"], payment_method=method,
-            reference=ctx.instance_id, idempotency_key=payment_key(ctx.instance_id, method))
+            reference=ctx.instance_id, idempotency_key=payment_key(ctx.instance_id, method),
+            merchant=merchant_of(state))
     except payments.CardDeclined as error:
         # Retrying the same card will not help: wait until someone gives another one.
         reminders.remind_later(ctx.instance_id, method)
@@ -199,12 +222,15 @@ def refund_payment(result: dict[str, Any] | None, ctx: OperationContext) -> None
 charge = Operation(
     "charge-card", title="Charge the card",
     description="Charge the order's total at the payment provider; the bank confirms it "
-                "later, by webhook.",
+                "later, by webhook. At most 5 charges of a merchant run at once (the "
+                "provider refuses a sixth): the next order waits for a slot.",
     metadata={"provider": "fake"},
     run=charge_payment, rollback=refund_payment,
     retries=10, retry_delay=2, backoff=2, max_retry_delay=120,
     # One attempt: a request to the provider. A rollback may wait for the slow bank.
     timeout=max(45.0, float(payments.config()["SLOW_LATENCY"]) + 15),
+    # The provider refuses a merchant's sixth concurrent charge: a sixth order waits.
+    concurrency=Limit(key=merchant_charges, max=payments.CONCURRENT_CHARGES),
 )
 
 
@@ -329,7 +355,8 @@ def order_permission(user: Any, instance: Any, action: str) -> bool:
 fulfilment = Workflow(
     id="order-fulfilment", version=2, title="Order fulfilment",
     initial={"order_number": "", "customer": {"name": "", "email": ""}, "items": [],
-             "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": ""}},
+             "payment_method": "pm_card_ok", "currency": "EUR", "address": {"country": ""},
+             "merchant": DEFAULT_MERCHANT},
     state_schema=ORDER_SCHEMA,
     migrate=without_client_prices,
     permission=order_permission,

@@ -56,6 +56,26 @@ class Charge(models.Model):
         return f"{self.id} {self.amount_cents / 100:.2f} {self.currency} ({self.status})"
 
 
+class ChargeRequest(models.Model):
+    """A charge request as the (fake) payment provider saw it: it allows a merchant at most
+    ``payments.CONCURRENT_CHARGES`` requests in flight (``finished_at`` None) at once, and
+    refuses the next. ``concurrent`` is how many were in flight when it came, itself
+    included: the busiest moment of a merchant is the largest."""
+
+    merchant = models.CharField(max_length=60)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    concurrent = models.PositiveIntegerField(default=1)
+    refused = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["merchant", "started_at"],
+                                name="shop_charge_request_merchant")]
+
+    def __str__(self) -> str:
+        return f"{self.merchant}: {self.concurrent} in flight at {self.started_at:%H:%M:%S}"
+
+
 class Payment(models.Model):
     """The shop's record of an order's charge at the provider (the newest, when a card was
     declined first): the provider's webhook names the charge, the order waits for it."""

@@ -17,6 +17,13 @@ provider where that matters to a workflow:
   provider's servers would. Without a ``WEBHOOK_URL`` (the tests, the demo's data) the
   event is handed to the shop's webhook view in this process: the same view,
   the same signature check, no socket.
+* A merchant may have at most ``CONCURRENT_CHARGES`` (5) charge requests in flight at
+  once: the next is refused, "429 too many concurrent charges", before anything happens
+  (:class:`TooManyConcurrentCharges`). Every request is kept as a row
+  (:class:`~example_project.shop.models.ChargeRequest`) with how many of its merchant's
+  were in flight when it came; a request takes ``CHARGE_LATENCY`` seconds. The shop's
+  charge is declared with ``concurrency=Limit(key=<its merchant>, max=5)``
+  (:mod:`.fulfilment`), so it never sends a sixth.
 * Charge requests can fail: ``FAILURE_RATE`` of them answer "503
   unavailable" before anything happens; ``LOST_RESPONSE_RATE`` of them are
   carried out, but their answer is lost (the caller sees a timeout).
@@ -33,7 +40,7 @@ environment variables ``SHOP_PAYMENT_FAILURE_RATE``, ``SHOP_PAYMENT_LOST_RESPONS
 ``SHOP_PAYMENT_WEBHOOK_SECRET``)::
 
     SHOP_PAYMENTS = {"FAILURE_RATE": 0.2, "LOST_RESPONSE_RATE": 0.0,
-                     "LATENCY": 3.0, "SLOW_LATENCY": 40.0,
+                     "LATENCY": 3.0, "SLOW_LATENCY": 40.0, "CHARGE_LATENCY": 0.0,
                      "WEBHOOK_URL": "http://127.0.0.1:8000/hooks/payments/",
                      "WEBHOOK_SECRET": "whsec_..."}
 """
@@ -41,7 +48,10 @@ environment variables ``SHOP_PAYMENT_FAILURE_RATE``, ``SHOP_PAYMENT_LOST_RESPONS
 from __future__ import annotations
 
 import random
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -51,13 +61,14 @@ from django.utils import timezone
 
 from django_workflows import services
 
-from .models import Charge, Refund
+from .models import Charge, ChargeRequest, Refund
 
 DEFAULTS: dict[str, Any] = {
     "FAILURE_RATE": 0.0,
     "LOST_RESPONSE_RATE": 0.0,
     "LATENCY": 0.0,
     "SLOW_LATENCY": 40.0,
+    "CHARGE_LATENCY": 0.0,  # seconds a charge request takes before it is answered
     "WEBHOOK_URL": None,  # None: handed to the shop's webhook view in this process
     "WEBHOOK_SECRET": "whsec_example_not_secret",
 }
@@ -68,6 +79,12 @@ DECLINES = {
 }
 NEVER_CONFIRMED = "pm_card_unconfirmed"
 KNOWN_METHODS = {"pm_card_ok", "pm_card_slow", NEVER_CONFIRMED, *DECLINES}
+
+# Charge requests of one merchant in flight at once; the next one is refused.
+CONCURRENT_CHARGES = 5
+# A request unanswered this many seconds after its CHARGE_LATENCY has lost its caller (a
+# worker killed mid-request): it no longer counts as in flight.
+GIVE_UP_AFTER = 10.0
 
 # From the OS, not a seeded state: django-q2 forks its workers from one process, and a
 # copied state made them all fail (or succeed) their charges in lockstep.
@@ -84,6 +101,11 @@ class ProviderUnavailable(ProviderError):
 
 class ProviderTimeout(ProviderError):
     """The answer was lost: the request may or may not have been carried out."""
+
+
+class TooManyConcurrentCharges(ProviderError):
+    """429: the merchant has ``CONCURRENT_CHARGES`` charge requests in flight already; this
+    one did nothing, and may be sent again once one of them is answered."""
 
 
 class CardDeclined(ProviderError):
@@ -111,16 +133,58 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
-def create_charge(*, amount_cents: int, currency: str, payment_method: str, reference: str,
-                  idempotency_key: str) -> Charge:
-    """Charge ``amount_cents``; the charge is pending until the bank confirms it, and the
-    provider's webhook tells the shop when it has.
+@contextmanager
+def _in_flight(merchant: str, options: dict[str, Any]) -> Iterator[None]:
+    """A charge request of ``merchant``, in flight until it is answered; refused with
+    :class:`TooManyConcurrentCharges` when ``CONCURRENT_CHARGES`` are in flight already."""
+    now = timezone.now()
+    request = ChargeRequest.objects.create(merchant=merchant, started_at=now)
+    # Counted once its own row is in: of two requests that come at once, the later one
+    # sees both (both may be refused then, never both let through).
+    gone = now - timedelta(seconds=float(options["CHARGE_LATENCY"]) + GIVE_UP_AFTER)
+    concurrent = ChargeRequest.objects.filter(
+        merchant=merchant, finished_at__isnull=True, refused=False, started_at__gt=gone
+    ).count()
+    requests = ChargeRequest.objects.filter(pk=request.pk)
+    if concurrent > CONCURRENT_CHARGES:
+        requests.update(concurrent=concurrent, refused=True, finished_at=timezone.now())
+        raise TooManyConcurrentCharges(
+            f"Too many concurrent charges for merchant {merchant}: {CONCURRENT_CHARGES} are "
+            "in flight, the most it allows (429); nothing was charged")
+    requests.update(concurrent=concurrent)
+    try:
+        yield
+    finally:
+        requests.update(finished_at=timezone.now())
 
-    Raises :class:`CardDeclined` for a declined card (the declined charge is
-    kept under its key, as real providers do), :class:`ProviderUnavailable`
-    and :class:`ProviderTimeout` as configured.
+
+def busiest(merchant: str) -> int:
+    """The most charge requests of ``merchant`` the provider saw in flight at once (a refused
+    one included: more than ``CONCURRENT_CHARGES`` means it refused one)."""
+    return max(ChargeRequest.objects.filter(merchant=merchant)
+               .values_list("concurrent", flat=True), default=0)
+
+
+def create_charge(*, amount_cents: int, currency: str, payment_method: str, reference: str,
+                  idempotency_key: str, merchant: str) -> Charge:
+    """Charge ``amount_cents`` for ``merchant``; the charge is pending until the bank
+    confirms it, and the provider's webhook tells the shop when it has.
+
+    Raises :class:`TooManyConcurrentCharges` when the merchant has
+    ``CONCURRENT_CHARGES`` requests in flight, :class:`CardDeclined` for a
+    declined card (the declined charge is kept under its key, as real providers
+    do), :class:`ProviderUnavailable` and :class:`ProviderTimeout` as configured.
     """
     options = config()
+    with _in_flight(merchant, options):
+        time.sleep(float(options["CHARGE_LATENCY"]))
+        return _charge(amount_cents=amount_cents, currency=currency,
+                       payment_method=payment_method, reference=reference,
+                       idempotency_key=idempotency_key, options=options)
+
+
+def _charge(*, amount_cents: int, currency: str, payment_method: str, reference: str,
+            idempotency_key: str, options: dict[str, Any]) -> Charge:
     params = {"amount_cents": amount_cents, "currency": currency,
               "payment_method": payment_method, "reference": reference}
     if _happens(options["FAILURE_RATE"]):

@@ -264,7 +264,8 @@ class RollbackContext:
 def pending_charge(method: str = "pm_card_ok") -> Charge:
     """A charge the bank has not confirmed (its confirmation is not run here)."""
     return payments.create_charge(amount_cents=500, currency="EUR", payment_method=method,
-                                  reference="order-1", idempotency_key=f"order-1-{method}")
+                                  reference="order-1", idempotency_key=f"order-1-{method}",
+                                  merchant="shop")
 
 
 def test_a_rollback_waits_for_a_charge_the_bank_is_confirming_then_refunds_it():
