@@ -8,6 +8,7 @@
     .venv/bin/python bench/operations.py --finished 1000000                # as tables grow
     .venv/bin/python bench/operations.py --brokers tasks-db,tasks-rq --profile  # Django Tasks
     .venv/bin/python bench/operations.py --brokers orm,redis --observed     # metrics, traces on
+    .venv/bin/python bench/operations.py --limits      # limits per key (bench/limits.py), ORM
 
 It creates a database of its own (``dwf_bench_ops_<pid>``), migrates it, and
 drops it at the end; Redis gets a queue of its own. ``orm-listen`` is the ORM
@@ -38,6 +39,10 @@ best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
 database backend (``db_worker`` processes) and RQ (``rqworker`` processes) instead of a
 qcluster; raw is a no-op Task on the same backend (bench/tasks_runner.py says how each is
 counted; with ``--profile``, the backend's worker loop in this process, raw and ours).
+
+``--limits`` measures limits per key instead (``Limit``: a hot key beside cold ones, the
+most of a key running at once, and what the machinery costs operations without a limit);
+bench/limits.py says how. Its brokers default to ``orm``.
 """
 
 from __future__ import annotations
@@ -524,8 +529,9 @@ def main() -> None:
     parser.add_argument("--latency-samples", type=int, default=100)
     parser.add_argument("--pace", type=float, default=0.05,
                         help="seconds between instances in the latency run")
-    parser.add_argument("--brokers", default="orm,redis",
-                        help="comma-separated; \"\" for none (with --profile: only that)")
+    parser.add_argument("--brokers", default=None,
+                        help="comma-separated; \"\" for none (with --profile: only that); "
+                             "default orm,redis (orm with --limits)")
     parser.add_argument("--repeat", type=int, default=2,
                         help="runs of each (raw, ours, raw, ours...): the best counts")
     parser.add_argument("--observed", action="store_true",
@@ -539,7 +545,23 @@ def main() -> None:
     parser.add_argument("--finished", type=int, metavar="N",
                         help="only Redis, with 10,000 and then N finished instances in the "
                              "tables")
+    parser.add_argument("--limits", action="store_true",
+                        help="only limits per key (bench/limits.py)")
+    parser.add_argument("--limit-workers", type=int, default=8,
+                        help="with --limits: workers of the hot-key runs")
+    parser.add_argument("--limit-attempts", type=int, default=400,
+                        help="with --limits: attempts of a hot-key run, 90 %% on the hot key")
+    parser.add_argument("--before", default="68d8982^", metavar="COMMIT",
+                        help="with --limits: the code before limits, run beside (\"\": not)")
     options = parser.parse_args()
+    if options.brokers is None:
+        options.brokers = "orm" if options.limits else "orm,redis"
+    if options.limits:
+        from bench import limits
+
+        with database():
+            limits.run(sys.modules[__name__], options)
+        return
     if options.finished:
         with database():
             flat(options.finished, options.tasks, options.workers, options.seconds,

@@ -2,11 +2,17 @@
 ``bench-deadline``: a task due in an hour (bench/deadlines.py moves its due time);
 ``bench-timer``: a step that waits an hour for a timer (bench/deadlines.py --kind timer,
 bench/sweep_cost.py); ``bench-signal``: a plain step, then one that waits for the signal
-``go`` correlated on ``state["key"]`` (bench/signals.py: ``next``, then the signal)."""
+``go`` correlated on ``state["key"]`` (bench/signals.py: ``next``, then the signal);
+``bench-limited``: one auto step whose operation sleeps ``state["sleep"]`` seconds, at most 2
+running per ``state["key"]`` (``Limit``), and ``bench-unlimited`` the same without the limit;
+``bench-noop-limited``: ``bench-noop`` with a limit that never binds (``max`` 1,000,000 per
+``state["key"]``). bench/limits.py (``bench/operations.py --limits``) measures these."""
 
 from __future__ import annotations
 
-from django_workflows import Operation, Signal, Step, Task, Timer, Transition, Workflow
+import time
+
+from django_workflows import Limit, Operation, Signal, Step, Task, Timer, Transition, Workflow
 
 
 def nothing(ctx):
@@ -46,4 +52,37 @@ signalled = Workflow(
     steps=[Step("ready"), Step("wait", wait=Signal("go", correlate=key, into="go")),
            Step("done")],
     transitions=[Transition("ready", "wait"), Transition("wait", "done")],
+)
+
+
+def sleep(ctx):
+    time.sleep(ctx.state.get("sleep", 0))
+
+
+def limit_key(ctx):
+    return ctx.state["key"]
+
+
+def _sleeping(workflow_id: str, limit: Limit | None) -> Workflow:
+    return Workflow(
+        id=workflow_id,
+        initial={"key": "", "sleep": 0},
+        steps=[Step("work", advance="auto",
+                    operations=[Operation("sleep", run=sleep, concurrency=limit)]),
+               Step("done")],
+        transitions=[Transition("work", "done")],
+    )
+
+
+limited = _sleeping("bench-limited", Limit(key=limit_key, max=2))
+unlimited = _sleeping("bench-unlimited", None)
+
+
+noop_limited = Workflow(
+    id="bench-noop-limited",
+    initial={"key": ""},
+    steps=[Step("work", advance="auto", operations=[Operation(
+        "noop", run=nothing, concurrency=Limit(key=limit_key, max=1_000_000))]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
 )
