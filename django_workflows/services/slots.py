@@ -150,20 +150,29 @@ def take_slots(attempts: Sequence[Attempt]) -> None:
 
 
 def waiting_in_order(keys: set[str], after: tuple[datetime, str] | None = None
-                     ) -> list[Attempt]:
-    """The oldest waiting attempts of each key (a ``PAGE`` each, after ``after``), oldest
-    first."""
+                     ) -> tuple[list[Attempt], bool]:
+    """The oldest waiting attempts of ``keys`` after ``after``, oldest first, up to where
+    every key's page (``PAGE`` each) reaches; and whether more may follow."""
     found: dict[str, Attempt] = {}
+    bound: tuple[datetime, str] | None = None  # the oldest last row of a full page
     for field in ("limit_key", "rate_key"):
         for key in keys:
             rows = Attempt.objects.filter(**{field: key}, status=AttemptStatus.WAITING)
             if after is not None:
                 rows = rows.filter(Q(enqueued_at__gt=after[0])
                                    | Q(enqueued_at=after[0], token__gt=after[1]))
-            found.update((a.token, a) for a in rows.order_by("enqueued_at", "token").only(
+            page = list(rows.order_by("enqueued_at", "token").only(
                 "token", "limit_key", "limit_max", "rate_key", "rate_limit", "rate_per",
                 "enqueued_at", "look_again_at")[:PAGE])
-    return sorted(found.values(), key=lambda a: (a.enqueued_at, a.token))
+            found.update((a.token, a) for a in page)
+            if len(page) == PAGE:
+                last = (page[-1].enqueued_at, page[-1].token)
+                bound = last if bound is None else min(bound, last)
+    ordered = sorted(found.values(), key=lambda a: (a.enqueued_at, a.token))
+    if bound is None:
+        return ordered, False
+    # Beyond the bound, a key whose page ended there may have older rows not read yet.
+    return [a for a in ordered if (a.enqueued_at, a.token) <= bound], True
 
 
 def release(keys: Iterable[str]) -> list[str]:
@@ -178,13 +187,13 @@ def release(keys: Iterable[str]) -> list[str]:
         return []
     handed: list[str] = []
     with transaction.atomic():
-        locked = keys | _keys(waiting_in_order(keys))
+        locked = keys | _keys(waiting_in_order(keys)[0])
         lock_keys(locked)
         now = clock.now_datetime()
         tally = Tally(now)
         blocked: set[str] = set()  # keys whose oldest waiting attempt cannot go yet
         heads: dict[str, datetime | None] = {}
-        page = waiting_in_order(keys)
+        page, more = waiting_in_order(keys)
         while page:
             for attempt in page:
                 own = _keys([attempt])
@@ -202,7 +211,7 @@ def release(keys: Iterable[str]) -> list[str]:
                         heads[attempt.token] = until
                     blocked |= own
             last = page[-1]
-            page = [] if keys <= blocked else waiting_in_order(
+            page, more = ([], False) if keys <= blocked or not more else waiting_in_order(
                 keys - blocked, after=(last.enqueued_at, last.token))
         if handed:
             Attempt.objects.filter(token__in=handed, status=AttemptStatus.WAITING).update(
@@ -247,8 +256,9 @@ def waiting_for(attempt: Attempt) -> str:
         return ""
     if attempt.limit_key:
         running = Attempt.objects.filter(limit_key=attempt.limit_key, status__in=ACTIVE).count()
-        return (f"waiting for a slot ({attempt.limit_key}: {running} of {attempt.limit_max} "
-                "running)")
+        if running >= (attempt.limit_max or 1) or not attempt.rate_key:  # else: its rate
+            return (f"waiting for a slot ({attempt.limit_key}: {running} of "
+                    f"{attempt.limit_max} running)")
     since = clock.now_datetime() - timedelta(seconds=attempt.rate_per or 0)
     started = Attempt.objects.filter(rate_key=attempt.rate_key, handed_out_at__gt=since).count()
     return (f"waiting for a slot ({attempt.rate_key}: {started} of {attempt.rate_limit} "

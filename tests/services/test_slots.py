@@ -28,7 +28,7 @@ from django_workflows import (
 )
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.runners.worker import run_attempt
-from django_workflows.services.slots import waiting_for
+from django_workflows.services.slots import release, waiting_for
 from django_workflows.services.sweep import next_deadline_at
 from django_workflows.testing import FakeClock
 
@@ -65,6 +65,13 @@ def workflows():
             "call", run=lambda ctx: "called", rate=Rate(key="partner-api", limit=2, per=60))])]),
         Workflow(id="rated-wide", steps=[Step("call", operations=[Operation(
             "call", run=lambda ctx: "called", rate=Rate(key="wide-api", limit=20, per=60))])]),
+        Workflow(id="one-at-a-time", steps=[Step("call", operations=[Operation(
+            "call", run=lambda ctx: None, concurrency=Limit(key="L", max=1))])]),
+        Workflow(id="one-a-minute", steps=[Step("call", operations=[Operation(
+            "call", run=lambda ctx: None, rate=Rate(key="R", limit=1, per=60))])]),
+        Workflow(id="both", steps=[Step("call", operations=[Operation(
+            "call", run=lambda ctx: None, concurrency=Limit(key="kb", max=5),
+            rate=Rate(key="kb-rate", limit=1, per=60))])]),
         Workflow(id="fan-out", steps=[Step("fan", parallel=[
             Branch(name, run=lambda ctx: None, concurrency=Limit(key="warehouse", max=1))
             for name in ("a", "b", "c")])]),
@@ -272,3 +279,27 @@ def test_a_window_that_opens_for_many_hands_them_all_out_at_once_in_order():
             seconds=60)
     finally:
         clock.use(None)
+
+
+def test_a_release_of_two_keys_reads_every_key_to_its_end_in_order():
+    with HOLDING:
+        limited = [services.create("one-at-a-time", start=True) for _ in range(20)]
+        rated = [services.create("one-a-minute", start=True) for _ in range(18)]
+    assert [attempt_of(i).status for i in limited].count("waiting") == 19
+    assert [attempt_of(i).status for i in rated].count("waiting") == 17
+    Attempt.objects.filter(limit_key="L").update(limit_max=100)  # L has room for all now
+
+    with HOLDING:
+        handed = release(["L", "R"])
+
+    # More than a page of each key: none of L's skipped for R's newer ones.
+    assert handed == [attempt_of(i).token for i in limited[1:]]
+    assert [attempt_of(i).status for i in rated].count("waiting") == 17
+
+
+def test_an_attempt_held_by_its_rate_says_so_though_its_limit_has_room():
+    with HOLDING:
+        instances = [services.create("both", start=True) for _ in range(2)]
+
+    assert waiting_for(attempt_of(instances[1])) == (
+        "waiting for a slot (kb-rate: 1 of 1 started in 60 s)")
