@@ -525,7 +525,7 @@ def check_acknowledged(data: Data, seen: Mapping[str, int]) -> list[str]:
     return violations
 
 
-def most_at_once(spans: Iterable[tuple[datetime, datetime]]) -> int:
+def most_at_once(spans: Iterable[tuple[Any, Any]]) -> int:
     """The most of ``spans`` (start, end) that overlap at any moment."""
     edges = sorted(edge for start, end in spans for edge in ((start, 1), (end, -1)))
     running = most = 0

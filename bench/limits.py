@@ -52,6 +52,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from bench import invariants
 from bench.calibration import calibration_line
 from django_workflows import services
 from django_workflows.models import Attempt, AttemptStatus, LimitedKey, WorkflowInstance
@@ -132,19 +133,12 @@ def burst(ops: ModuleType, broker: str, running: Any, variant: str, attempts: in
 
 
 def most_at_once(intervals: list[tuple[str, float, float]]) -> dict[str, int]:
-    """The most intervals of each key that overlap; one that ends at the instant another
-    starts does not overlap it."""
-    marks: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    """The most intervals of each key that overlap (``invariants.most_at_once``, whose
+    check of the reliability load counts the same way)."""
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for key, start, end in intervals:
-        marks[key] += [(start, 1), (end, -1)]
-    most = {}
-    for key, points in marks.items():
-        now = top = 0
-        for _, step in sorted(points):  # at one instant -1 sorts before +1
-            now += step
-            top = max(top, now)
-        most[key] = top
-    return most
+        spans[key].append((start, end))
+    return {key: invariants.most_at_once(pairs) for key, pairs in spans.items()}
 
 
 def mean_at_once(intervals: list[tuple[str, float, float]], key: str) -> float:

@@ -99,7 +99,7 @@ def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
 def limited(work: engine.Work) -> bool:
     """Whether the work is held to a Limit (its end frees a slot)."""
     declared = work.operation or work.branch
-    return declared is not None and getattr(declared, "concurrency", None) is not None
+    return declared is not None and declared.concurrency is not None
 
 
 def _finish_options(token: str, result: engine.AttemptOutcome, claimed_at: float | None

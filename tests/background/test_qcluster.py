@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from bench import invariants
 from django_workflows import services
 from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
 from django_workflows.exceptions import WorkflowNotMoved
@@ -252,13 +253,7 @@ def test_rollback_runs_in_order_and_resumes_after_its_worker_was_killed(cluster)
 
 def overlapping(rows: list[Attempt]) -> int:
     """The most attempts of ``rows`` that ran at once, by their claims and ends."""
-    edges = sorted([(a.claimed_at, 1) for a in rows] + [(a.finished_at, -1) for a in rows],
-                   key=lambda edge: (edge[0], edge[1]))
-    running = most = 0
-    for _, step in edges:
-        running += step
-        most = max(most, running)
-    return most
+    return invariants.most_at_once((a.claimed_at, a.finished_at) for a in rows)
 
 
 def test_a_limited_operation_runs_one_per_tenant_while_workers_are_free(cluster):
