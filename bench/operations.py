@@ -36,9 +36,11 @@ best run of each counts. Every run is bounded (``--tasks``, ``--seconds``).
 (time, CPU and queries per operation, then cProfile).
 
 ``tasks-db`` and ``tasks-rq`` are the Tasks runner on Django's Tasks framework, with the
-database backend (``db_worker`` processes) and RQ (``rqworker`` processes) instead of a
-qcluster; raw is a no-op Task on the same backend (bench/tasks_runner.py says how each is
-counted; with ``--profile``, the backend's worker loop in this process, raw and ours).
+database backend (``db_worker`` processes) and RQ (``rqworker`` processes with our worker
+class; ``tasks-rq-fork``: RQ's default worker; ``tasks-rq-simple``: its SimpleWorker) instead
+of a qcluster; raw is a no-op Task on the same backend and worker (bench/tasks_runner.py
+says how each is counted; with ``--profile``, the backend's worker loop in this process, raw
+and ours).
 
 ``--limits`` measures limits per key instead (``Limit``: a hot key beside cold ones, the
 most of a key running at once, and what the machinery costs operations without a limit);

@@ -2,12 +2,15 @@
 
     .venv/bin/python bench/operations.py --brokers orm,redis,tasks-db,tasks-rq
     .venv/bin/python bench/operations.py --brokers tasks-db,tasks-rq --profile
+    .venv/bin/python bench/operations.py --brokers tasks-rq,tasks-rq-fork,tasks-rq-simple
 
 Imported by bench/operations.py after ``django.setup()`` (its settings, with Django's
 Tasks framework configured: ``bench/settings_operations.py``). For each backend, with
 ``--workers`` worker processes (``db_worker --interval 0.05``, as django-q2 polls every
-0.05 s; RQ's ``rqworker --with-scheduler``, its default worker, which forks a process for
-every Task):
+0.05 s; ``rqworker --with-scheduler`` with our worker class, which runs our Tasks in its own
+process and forks a work horse for every other Task, raw ones included; ``tasks-rq-fork``:
+RQ's default worker, which forks for every Task; ``tasks-rq-simple``: RQ's SimpleWorker,
+which forks for none):
 
 (a) raw: N no-op Tasks (``bench.opsapp.noop_task.noop``) on the same backend and queue,
     counted from the backend's own record of a finished Task (the database backend's
@@ -49,9 +52,14 @@ from django_workflows.conf import TASKS_RUNNER, workflow_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
-# --brokers name -> the TASKS alias; tasks-rq-simple: RQ's SimpleWorker, which runs every
-# Task in its own process (no fork), so the processes live on.
-BACKENDS = {"tasks-db": "default", "tasks-rq": "rq", "tasks-rq-simple": "rq"}
+# --brokers name -> the TASKS alias. tasks-rq: RQ with our worker class (rq_worker.Worker:
+# our Tasks in the worker's process, every other Task, raw ones too, in a forked work horse);
+# tasks-rq-fork: RQ's default worker, which forks a work horse for every Task;
+# tasks-rq-simple: RQ's SimpleWorker, which runs every Task in its own process (no fork).
+BACKENDS = {"tasks-db": "default", "tasks-rq": "rq", "tasks-rq-fork": "rq",
+            "tasks-rq-simple": "rq"}
+RQ_WORKER_CLASSES = {"tasks-rq": "django_workflows.runners.tasks.rq_worker.Worker",
+                     "tasks-rq-simple": "rq.worker.SimpleWorker"}
 NOOP = "bench.opsapp.noop_task.noop"
 
 
@@ -143,8 +151,8 @@ class Workers:
         else:
             args = ["rqworker", "--with-scheduler", "--job-class", "django_tasks_rq.Job",
                     "--verbosity", "0", queue()]
-            if broker == "tasks-rq-simple":
-                args[1:1] = ["--worker-class", "rq.worker.SimpleWorker"]
+            if broker in RQ_WORKER_CLASSES:
+                args[1:1] = ["--worker-class", RQ_WORKER_CLASSES[broker]]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DWF_BENCH_RUNNER": TASKS_RUNNER,
                "DWF_BENCH_TASKS_BACKEND": BACKENDS[broker]}
         self.log_paths = [ARTIFACTS / f"bench-{broker}-{n + 1}-{os.getpid()}.log"

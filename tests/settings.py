@@ -92,7 +92,9 @@ def _sqlite_directory() -> Path:
 
 if os.environ.get("DATABASE_URL"):
     # CONN_MAX_AGE 0: tests open and close connections (threads, live servers).
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=0)}
+    # DWF_TEST_CONN_MAX_AGE: a worker child that keeps its connection between Tasks.
+    DATABASES = {"default": dj_database_url.parse(
+        os.environ["DATABASE_URL"], conn_max_age=int(os.environ.get("DWF_TEST_CONN_MAX_AGE", 0)))}
     if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         # One test database per run (inherited by child processes), so that two runs on one
         # server do not drop each other's database.

@@ -23,7 +23,10 @@ from tests.qcluster import Process, wait_for
 from tests.qcluster import database_url as server_url
 
 # The runner's name in the tests (the background tests' "broker") -> the TASKS alias.
-BACKENDS = {"tasks-db": "default", "tasks-rq": "rq"}
+# tasks-rq: RQ with our worker class (workflow Tasks in the worker's process: the docs'
+# way); tasks-rq-fork: RQ's default worker, which forks a work horse for every Task.
+BACKENDS = {"tasks-db": "default", "tasks-rq": "rq", "tasks-rq-fork": "rq"}
+RQ_WORKER = "django_workflows.runners.tasks.rq_worker.Worker"
 RQ_DB = int(os.environ.get("DWF_RQ_DB", "9"))
 
 
@@ -79,6 +82,12 @@ def clear_rq_queue() -> None:
         client.delete(*keys)
 
 
+def forget_rq_scheduler_lock() -> None:
+    from rq.scheduler import RQScheduler
+
+    rq_connection().delete(RQScheduler.get_locking_key(queue_name()))
+
+
 class Workers:
     """A few worker processes, watched as one (the shape of tests/qcluster.Process)."""
 
@@ -99,7 +108,7 @@ class Workers:
         """Kill every process that runs Tasks: the db_worker processes; RQ's work horses,
         not RQ's main process (it holds RQ's scheduler lock, which a kill -9 would keep
         from every other worker for a minute: docs/background.md)."""
-        if self.runner == "tasks-rq":
+        if self.runner == "tasks-rq-fork":
             for pid in work_horses(self.pids()):
                 with suppress(ProcessLookupError):
                     os.kill(pid, sig)
@@ -109,8 +118,8 @@ class Workers:
 
     def kill_worker_of(self, attempt: Any) -> None:
         """Kill -9 the one process that runs ``attempt`` (a running Attempt row): its
-        db_worker (the others go on), or RQ's work horse."""
-        if self.runner == "tasks-rq":
+        db_worker or RQ worker (the others go on), or RQ's work horse."""
+        if self.runner == "tasks-rq-fork":
             # Not the horse of a sweep Task running at that moment: the chain would die
             # with it (sweep.py says so), and nothing would sweep the dead attempt.
             horses = work_horses(self.pids(), running="runners.tasks.tasks.run_attempt")
@@ -146,7 +155,8 @@ def worker_args(runner: str) -> tuple[list[str], str]:
     if runner == "tasks-db":
         return (["db_worker", "--queue-name", queue_name(), "--interval", "0.05",
                  "--no-startup-delay", "--no-reload"], "Starting worker")
-    return (["rqworker", "--with-scheduler", "--job-class", "django_tasks_rq.Job",
+    own_class = ["--worker-class", RQ_WORKER] if runner == "tasks-rq" else []
+    return (["rqworker", "--with-scheduler", "--job-class", "django_tasks_rq.Job", *own_class,
              queue_name()], "Listening on")
 
 

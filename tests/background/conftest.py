@@ -14,7 +14,13 @@ import pytest
 from django_workflows.conf import DJANGO_Q_RUNNER, TASKS_RUNNER
 from django_workflows.models import Attempt, AttemptStatus
 from tests.qcluster import Process, background, queue_name, wait_for
-from tests.tasks_workers import BACKENDS, Workers, clear_rq_queue, tasks_background
+from tests.tasks_workers import (
+    BACKENDS,
+    Workers,
+    clear_rq_queue,
+    forget_rq_scheduler_lock,
+    tasks_background,
+)
 
 BROKERS = ["orm", "redis"]
 # Every runner a background test can run on: django-q2 with each broker, and the Tasks
@@ -44,7 +50,12 @@ class Clusters:
         return self.current
 
     def start(self, broker: str, **env: str) -> Process | Workers:
+        switching = self._key is None or self._key[0] != broker
         self.stop()
+        if switching and broker in BACKENDS and BACKENDS[broker] == "rq":
+            # A worker an earlier module killed may hold RQ's scheduler lock for a minute
+            # more; each module's workers start as on a machine of their own.
+            forget_rq_scheduler_lock()
         self._stack = ExitStack()
         start = tasks_background if broker in BACKENDS else background
         self.current = self._stack.enter_context(start(broker, **env))

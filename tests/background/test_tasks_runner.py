@@ -122,9 +122,9 @@ def test_the_workers_keep_the_sweep_recorded_with_nothing_else_running(cluster):
     later = wait_for(lambda: (row := swept_lately()) and row.swept_at > first.swept_at and row,
                      timeout=10, message="the sweep to be recorded again")
 
-    if cluster.runner == "tasks-db":  # a sweeper thread in a db_worker leads
+    if cluster.runner != "tasks-rq-fork":  # a sweeper thread in a worker leads
         assert int(later.holder.split(":")[1]) in cluster.pids()
-    else:  # RQ forks a process per Task: the chain of sweep Tasks sweeps
+    else:  # RQ's default worker forks a process per Task: the chain of sweep Tasks sweeps
         assert later.holder.startswith("tasks:")
 
 
@@ -139,6 +139,69 @@ def test_chains_started_again_and_again_end_but_one(cluster):
     time.sleep(1)  # and none comes back
     assert pending_sweeps(cluster.runner) <= 1
     assert SweepLease.objects.get(name=CHAIN).held_until > timezone.now()
+
+
+def test_where_operations_and_a_sites_own_task_run(enqueue_to, clusters, transactional_db):
+    """db_worker and our RQ worker run operations in the worker's own process, on the
+    connection it keeps (CONN_MAX_AGE); RQ's default worker in a process forked for each.
+    A site's own Task on RQ runs in a forked process with a connection of its own, and the
+    worker goes on with its operations afterwards."""
+    workers = clusters.get(enqueue_to, DWF_TEST_CONN_MAX_AGE="600")
+
+    def run_one() -> tuple[int, str]:
+        before = len(notes())
+        instance = services.create("bg-where", start=True)
+        until(instance, lambda row: row.current_step == "done", "the operation")
+        (new,) = notes()[before:]
+        return ran_at(new)
+
+    seen = [run_one() for _ in range(4)]
+
+    pids = {pid for pid, _ in seen}
+    if enqueue_to == "tasks-rq-fork":
+        assert not pids & set(workers.pids()) and len(pids) == 4, seen
+    else:
+        assert pids <= set(workers.pids()), seen
+        sessions = {pid: {session for p, session in seen if p == pid} for pid in pids}
+        assert all(len(kept) == 1 for kept in sessions.values()), seen
+    if enqueue_to == "tasks-db":
+        return
+
+    from tests.testapp.tasks import note_where
+
+    note_where.enqueue()
+    said = wait_for(lambda: [n for n in notes() if n.startswith("task ")], timeout=20,
+                    message="the site's own Task to run")
+    pid, session = ran_at(said[0])
+    assert pid not in workers.pids()
+    if session != "none":
+        assert session not in {s for _, s in seen}  # never a worker's connection
+    after, _ = run_one()
+    assert (after in workers.pids()) is (enqueue_to == "tasks-rq")
+
+
+def test_our_rq_worker_sweeps_from_its_start_with_nothing_queued(clusters, transactional_db):
+    """Workers started after a crash, with no Task queued and RQ's scheduler perhaps still
+    locked by a dead worker: ours sweep at once (RQ's default worker waits for a Task)."""
+    from tests.tasks_workers import clear_rq_queue
+
+    clusters.stop()
+    clear_rq_queue()  # no chain of sweep Tasks is left to wake a worker
+    assert pending_sweeps("tasks-rq") == 0
+    workers = clusters.start("tasks-rq")
+
+    def swept_by_a_thread() -> SweepLease | None:
+        row = swept_lately()
+        return row if row and not row.holder.startswith("tasks:") else None
+
+    swept = wait_for(swept_by_a_thread, timeout=10, message="a sweep with nothing queued")
+    assert int(swept.holder.split(":")[1]) in workers.pids()
+
+
+def ran_at(said: str) -> tuple[int, str]:
+    """``(pid, database session)`` from a note of ``testapp.background.process_and_session``."""
+    fields = dict(part.split("=") for part in said.split()[1:])
+    return int(fields["pid"]), fields["db"]
 
 
 def pending_sweeps(runner: str) -> int:

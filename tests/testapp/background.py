@@ -178,3 +178,31 @@ limited = register(Workflow(
            Step("done")],
     transitions=[Transition("work", "done")],
 ))
+
+
+def where(ctx):
+    """Notes the process and the database session it ran in."""
+    note(f"attempt {process_and_session()}")
+    return {}
+
+
+def process_and_session() -> str:
+    """``pid=<this process> db=<the database's id of this connection>`` (none on SQLite)."""
+    from django.db import connection
+
+    query = {"postgresql": "SELECT pg_backend_pid()", "mysql": "SELECT CONNECTION_ID()"}
+    session = "none"
+    if connection.vendor in query:
+        with connection.cursor() as cursor:
+            cursor.execute(query[connection.vendor])
+            session = str(cursor.fetchone()[0])
+    return f"pid={os.getpid()} db={session}"
+
+
+# Where a worker runs an operation (tests/background/test_tasks_runner.py).
+whereabouts = register(Workflow(
+    id="bg-where",
+    steps=[Step("work", advance="auto", operations=[Operation("where", run=where)]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
+))
