@@ -355,5 +355,6 @@ def check_sweep(app_configs: Any = None, databases: Any = None, **kwargs: Any
         "overdue: nothing times out, no retry delay ends and no lost work is recovered",
         hint="Run `manage.py qcluster` (its workers sweep by themselves); with the Tasks "
              "runner, the backend's worker (`manage.py db_worker`, or `manage.py rqworker "
-             "--with-scheduler`); or else `manage.py workflows_sweep --loop`.",
+             "--with-scheduler --worker-class django_workflows.runners.tasks.rq_worker."
+             "Worker`); or else `manage.py workflows_sweep --loop`.",
         id="django_workflows.W030")]

@@ -14,8 +14,9 @@ and neither gives a hook at its start, so the sweep reaches the workers as a Tas
   starts a chain when the lease says none is alive (:func:`keep_sweeping`, a look at most
   every ``LOOK_EVERY`` seconds); so does ``migrate``. (A chain is lost only with the queue
   that holds it: a Redis restarted empty, a worker killed in the middle of a run.)
-- **The thread.** A run of ours in a worker process that lives on (``db_worker``, RQ's
-  ``SimpleWorker``; not RQ's default worker, which forks a process per Task) starts the same
+- **The thread.** A run of ours in a worker process that lives on (``db_worker``, our RQ
+  worker class ``rq_worker.Worker``, which starts it with the worker, RQ's ``SimpleWorker``;
+  not RQ's default worker, which forks a process per Task) starts the same
   sweeper thread as django-q2's workers run (``runners/sweeper.py``). It sweeps beside the
   worker, so an operation that holds the only worker does not hold its own timeout up, and
   it fires deadlines within half a second. While one exists the chain only stands by
