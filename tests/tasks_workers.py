@@ -105,9 +105,10 @@ class Workers:
         return [member.popen.pid for member in self.members]
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Kill every process that runs Tasks: the db_worker processes; RQ's work horses,
-        not RQ's main process (it holds RQ's scheduler lock, which a kill -9 would keep
-        from every other worker for a minute: docs/background.md)."""
+        """Kill every process that runs Tasks: the db_worker processes and those of our RQ
+        worker class; under RQ's default worker, the work horses, not its main process (it
+        holds RQ's scheduler lock, which a kill -9 would keep from every other worker for a
+        minute, and the chain of sweep Tasks needs the scheduler: docs/background.md)."""
         if self.runner == "tasks-rq-fork":
             for pid in work_horses(self.pids()):
                 with suppress(ProcessLookupError):
