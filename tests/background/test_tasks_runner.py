@@ -180,6 +180,7 @@ def test_where_operations_and_a_sites_own_task_run(enqueue_to, clusters, transac
     assert (after in workers.pids()) is (enqueue_to == "tasks-rq")
 
 
+@pytest.mark.needs_tasks  # not a parametrised test: it takes the extra's mark itself
 def test_our_rq_worker_sweeps_from_its_start_with_nothing_queued(clusters, transactional_db):
     """Workers started after a crash, with no Task queued and RQ's scheduler perhaps still
     locked by a dead worker: ours sweep at once (RQ's default worker waits for a Task)."""
