@@ -8,8 +8,8 @@ RQ's default worker forks a process for every Task, which starts with no databas
 connection: each operation would pay for a new PostgreSQL connection and a server backend
 with cold caches, several times the cost of the operation itself (docs/background.md).
 Here an attempt or a sweep runs in the worker's process, as on ``db_worker`` and django-q2's
-workers, and keeps its connection between Tasks (with ``CONN_MAX_AGE``) and its prepared statements;
-the worker sweeps in a thread from its start (``sweep.sweeper_beside``).
+workers, and keeps its connection between Tasks (with ``CONN_MAX_AGE``) and its prepared
+statements; the worker sweeps in a thread from its start (``sweep.sweeper_beside``).
 
 What the fork gave an attempt is ours anyway: a worker that dies (kill -9, out of memory)
 is found by its silent heartbeat and its attempt interrupted and retried as on any runner;
