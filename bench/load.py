@@ -84,7 +84,7 @@ from bench.load_clients import (  # noqa: E402
     Stats,
     order_state,
 )
-from bench.load_report import judge, percentile, print_report  # noqa: E402
+from bench.load_report import judge, percentile, print_report, server_error_traces  # noqa: E402
 from bench.load_services import (  # noqa: E402
     Postgres,
     Process,
@@ -556,6 +556,8 @@ class Run:
                 "server_errors": len(outside),
                 "no_answer_outside_outage": len(no_answer),
                 "first_server_errors": [asdict(s) for s in outside[:5]],
+                "server_error_traces": server_error_traces(self.processes["web"].log())
+                if outside else [],
                 "failed_after_retries": len(self.stats.failed_for_good),
                 "first_failed_after_retries": self.stats.failed_for_good[:5],
                 "unexpected_statuses": dict(self.stats.unexpected),

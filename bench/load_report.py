@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
+
+# A record in the web log: the example's format (bench/settings_load.py), "2026-12-05
+# 19:07:54,720 ...", or gunicorn's own, "[2026-12-05 19:07:54 +0000] [pid] [ERROR] ...".
+RECORD = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} |\[\d{4}-\d\d-\d\d )")
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -12,6 +17,21 @@ def percentile(values: list[float], fraction: float) -> float:
         return 0.0
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def server_error_traces(web_log: str, limit: int = 3, lines: int = 30) -> list[str]:
+    """The web server's own account of its 500s: each ``django.request`` error record
+    that is not a 503, with the end of its traceback (what the load's verdict then names)."""
+    records: list[list[str]] = []
+    for line in web_log.splitlines():
+        if RECORD.match(line):
+            records.append([line])
+        elif records:
+            records[-1].append(line)
+    failures = [r for r in records if (" django.request ERROR " in r[0]
+                                       and "Service Unavailable" not in r[0])
+                or " [ERROR] " in r[0] or " [CRITICAL] " in r[0]]
+    return ["\n".join([r[0], *r[1:][-lines:]]) for r in failures[:limit]]
 
 
 # -- reporting ----------------------------------------------------------------------------------
@@ -34,6 +54,8 @@ def print_report(report: dict[str, Any]) -> None:
               f"{http['cross_user_leaks']}")
         if http["unexpected_statuses"]:
             print(f"unexpected statuses: {http['unexpected_statuses']}")
+        for sample in http["first_server_errors"]:
+            print(f"server error: {json.dumps(sample)}")
         kinds = Counter(f["kind"] for f in run["faults"])
         print(f"faults injected: {run['faults_injected']} ({dict(kinds)}), survived: "
               f"{run['faults_survived']} ({run['kill_targets_placed']} slow orders placed as "
@@ -65,6 +87,9 @@ def print_report(report: dict[str, Any]) -> None:
         db = run["database"]
         print(f"database: {db['instances']} instances, {db['events']} events, "
               f"{db['charges']} charges, {db['refunds']} refunds")
+    for run in report["runs"]:  # last, where a test's message (the output's tail) shows them
+        for trace in run["http"]["server_error_traces"]:
+            print(f"\n{run['broker']}: the web server's log of a server error:\n{trace}")
     print(f"\n{'PASS' if report['ok'] else 'FAIL'}: {report['verdict']}")
 
 
