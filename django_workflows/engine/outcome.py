@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .schema import FieldError
@@ -138,8 +138,12 @@ def changed_nodes(before: WorkflowSnapshot | None, after: WorkflowSnapshot,
     """The snapshots of the tree (an instance, its nested children, and the children
     it let go of) that changed."""
     def own(node: WorkflowSnapshot) -> tuple[WorkflowSnapshot, str | None]:
-        return replace(node, nested=None), node.nested.id if node.nested else None
+        if node.nested is None:
+            return node, None
+        return node.changed(nested=None), node.nested.id
 
-    old = {node.id: own(node) for node in before.tree()} if before is not None else {}
+    old = {node.id: node for node in before.tree()} if before is not None else {}
     nodes = [*after.tree(), *(node for child in detached for node in child.tree())]
-    return [node for node in nodes if old.get(node.id) != own(node)]
+    # The same object is the same node, its children too: no need to compare its fields.
+    return [node for node in nodes if (was := old.get(node.id)) is not node
+            and (was is None or own(was) != own(node))]

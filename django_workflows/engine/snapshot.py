@@ -304,19 +304,24 @@ _SNAPSHOT_FIELDS = frozenset(f.name for f in fields(WorkflowSnapshot))
 # -- JSON ------------------------------------------------------------------
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass's fields, as fields() gives them
 
 
 def _plain(value: Any) -> Any:
-    if type(value) in _LEAVES:  # most values: skip the slower checks below
+    kind = type(value)
+    if kind in _LEAVES:  # most values: skip the slower checks below
         return value
-    if type(value) is dict:
+    if kind is dict:
         return {key: _plain(item) for key, item in value.items()}
+    names = _FIELD_NAMES.get(kind)
+    if names is None and hasattr(value, "__dataclass_fields__"):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, tuple):
         return [_plain(item) for item in value]
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if hasattr(value, "__dataclass_fields__"):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     return value
 
 

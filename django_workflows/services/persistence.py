@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -51,10 +51,9 @@ def load_chain(rows: list[WorkflowInstance]) -> tuple[engine.Workflow, engine.Wo
     """The root's definition and the tree of snapshots (each migrated if need be)."""
     snapshots = [engine.load(definition_of(row.workflow), row.engine_data(), nested=index > 0)
                  for index, row in enumerate(rows)]
-    tree = None
-    for snapshot in reversed(snapshots):
-        tree = replace(snapshot, nested=tree)
-    assert tree is not None
+    tree = snapshots[-1]
+    for snapshot in reversed(snapshots[:-1]):
+        tree = snapshot.changed(nested=tree)
     return definition_of(rows[0].workflow), tree
 
 

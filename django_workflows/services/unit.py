@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -191,7 +191,7 @@ def apply_locked(chain: list[WorkflowInstance], instance_id: str, command: engin
     if observers.active:
         observers.locked(row_of(chain, instance_id))
     definition, tree = load_chain(chain)
-    env = replace(env_for(user), kept_signal=kept_signal_finder(chain))
+    env = env_for(user, kept_signal=kept_signal_finder(chain))
     outcome = engine.apply(definition, tree, command, env, target=instance_id,
                            claimed=claims_of(tree, known=options.known_claims))
     saved = save_outcome(chain, tree, outcome, actor=actor(user),
@@ -210,10 +210,12 @@ def call_in_savepoint(hook: Callable[..., Any], *args: Any) -> Any:
         return engine.context.call_directly(hook, *args)
 
 
-def env_for(user: Any) -> engine.Env:
+def env_for(user: Any, **changes: Any) -> engine.Env:
+    """The engine's Env for a command by ``user``; ``changes``: other fields than these."""
     pk = getattr(user, "pk", None)
-    return engine.Env(now=clock.now(), call=call_in_savepoint, user=user,
-                      resolve=definition_of, actor=None if pk is None else str(pk))
+    return engine.Env(**{"now": clock.now(), "call": call_in_savepoint, "user": user,
+                         "resolve": definition_of, "actor": None if pk is None else str(pk),
+                         **changes})
 
 
 def actor(user: Any) -> Any:
@@ -277,7 +279,7 @@ def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
         return None  # a claim the caller does not know of may be on its attempt's row
     try:
         outcome = engine.apply(definition, tree, command,
-                               replace(env_for(None), call=_under_the_lock_only,
+                               env_for(None, call=_under_the_lock_only,
                                        kept_signal=_under_the_lock_only),
                                claimed=claims_of(tree, known=known))
     except NeedsLock:
