@@ -80,7 +80,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import DatabaseError, connection, connections  # noqa: E402
+from django.db import connection, connections  # noqa: E402
 from django_q.conf import Conf  # noqa: E402
 from django_q.models import Task  # noqa: E402
 from django_q.tasks import async_task  # noqa: E402
@@ -89,6 +89,16 @@ from bench import tasks_runner  # noqa: E402
 from bench.calibration import calibration_line  # noqa: E402
 from bench.filler import FILLER, fill  # noqa: E402
 from bench.processes import group_cpu  # noqa: E402
+from bench.server_costs import (  # noqa: E402
+    database_counters,
+    explaining,
+    print_plans,
+    print_statement_times,
+    reset_statements,
+    statement_rows,
+    statements_available,
+    wal_by_relation,
+)
 from django_workflows import services  # noqa: E402
 from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings  # noqa: E402
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance  # noqa: E402
@@ -409,21 +419,29 @@ def profile(count: int) -> None:
         queries.append(sql.split()[0])
         return execute(sql, params, many, context)
 
-    half = len(tokens) // 2
+    # One operation first (its statements prepared, their plans made), half timed, half
+    # profiled, and one last run under EXPLAIN.
+    first, explained, tokens = tokens[0], tokens[-1], tokens[1:-1]
+    timed, tokens = tokens[:len(tokens) // 2], tokens[len(tokens) // 2:]
+    half = len(timed)
+    run_attempt(first, heartbeat_thread=True)
+    counted = statements_available()
+    if counted:
+        reset_statements()
     backend, wal = database_counters()
     started, cpu = time.perf_counter(), time.process_time()
-    for token in tokens[:half]:  # timed without the profiler
+    for token in timed:  # timed without the profiler
         run_attempt(token, heartbeat_thread=True)
     elapsed = (time.perf_counter() - started) / half
     cpu = (time.process_time() - cpu) / half
     backend_after, wal_after = database_counters()
+    statements = statement_rows() if counted else []  # before any other statement runs
     profiler = cProfile.Profile()
     with connection.execute_wrapper(count_queries):
         profiler.enable()
-        for token in tokens[half:]:
+        for token in tokens:
             run_attempt(token, heartbeat_thread=True)
         profiler.disable()
-    tokens = tokens[half:]
     kinds = ", ".join(f"{kind} {number / len(tokens):.1f}"
                       for kind, number in sorted(_tally(queries).items()))
     print(f"\nThe worker's path in one process: {half} operations, "
@@ -432,53 +450,15 @@ def profile(count: int) -> None:
           f"{(wal_after - wal) / half:,.0f} bytes of WAL; {len(queries) / len(tokens):.1f} "
           f"queries each ({kinds}); {calibration_line()}")
     wal_by_relation(wal, wal_after, half)
+    if counted:
+        print_statement_times(statements, half)
+    plans: list[tuple[str, str]] = []
+    with explaining(plans):
+        run_attempt(explained, heartbeat_thread=False)
+    print_plans(plans)
     stats = pstats.Stats(profiler)
     stats.sort_stats("tottime").print_stats(12)
     stats.sort_stats("cumulative").print_stats("django_workflows", 40)
-
-
-def database_counters() -> tuple[float, int]:
-    """This connection's PostgreSQL backend's CPU seconds so far (from ``/proc``: the
-    server runs on this machine) and the WAL written so far, in bytes."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid(), pg_current_wal_insert_lsn() - '0/0'::pg_lsn")
-        pid, wal = cursor.fetchone()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(wal)
-
-
-def wal_by_relation(start: int, end: int, operations: int) -> None:
-    """Where the WAL between two positions went, per operation: by table and index of this
-    database (pg_walinspect reads the records), and the commit records of the same
-    transactions. Records of other databases on the server are left out."""
-    with connection.cursor() as cursor:
-        try:
-            cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-        except DatabaseError as error:  # PostgreSQL before 15, or without its contrib
-            print(f"\n(no WAL by table: pg_walinspect is not available: {error})")
-            return
-        cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
-        database = f"/{cursor.fetchone()[0]}/"
-        cursor.execute(
-            """WITH records AS (
-                   SELECT * FROM pg_get_wal_records_info('0/0'::pg_lsn + %s,
-                                                         '0/0'::pg_lsn + %s)),
-               ours AS (SELECT DISTINCT xid FROM records WHERE strpos(block_ref, %s) > 0)
-               SELECT coalesce(c.relname || ': ' || r.record_type,
-                               r.resource_manager || ' ' || r.record_type),
-                      sum(r.record_length), count(*)
-               FROM records r
-               LEFT JOIN pg_class c ON c.relfilenode = substring(
-                   r.block_ref FROM 'rel \\d+/\\d+/(\\d+)')::oid
-               WHERE strpos(r.block_ref, %s) > 0
-                  OR (r.resource_manager = 'Transaction' AND r.xid IN (SELECT xid FROM ours))
-               GROUP BY 1 ORDER BY 2 DESC""", [start, end, database, database])
-        rows = cursor.fetchall()
-    print("\nWAL per operation, by what it was written for (pg_walinspect):\n")
-    print("| table or index: record | bytes | records |")
-    print("| --- | ---: | ---: |")
-    for what, size, records in rows:
-        print(f"| {what} | {size / operations:,.0f} | {records / operations:.2f} |")
 
 
 def _tally(items: list[str]) -> dict[str, int]:
