@@ -74,7 +74,7 @@ def statements_available() -> bool:
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            cursor.execute("SELECT pg_stat_statements_reset()")
+            cursor.execute("SELECT 1 FROM pg_stat_statements LIMIT 1")
     except DatabaseError as error:
         print(f"\n(no time per statement: pg_stat_statements is not loaded: "
               f"{str(error).strip().splitlines()[0]}; ALTER SYSTEM SET "
@@ -151,14 +151,18 @@ def explaining(plans: list[tuple[str, str]]) -> Iterator[None]:
 
 def prepared_as(sql: str) -> str:
     """The statement an ``EXECUTE name(...)`` runs, as it was prepared (else ``sql``); read
-    through the driver's own connection, which no execute wrapper sees."""
+    through the driver's own connection, which no execute wrapper sees. The server keeps the
+    whole string a ``PREPARE`` came in, with the others sent beside it: only its own part
+    is the statement."""
     name = re.match(r"\s*EXECUTE (\w+)", sql)
     if name is None:
         return sql
     found = connection.connection.execute(
         "SELECT statement FROM pg_prepared_statements WHERE name = %s",
         [name.group(1)]).fetchone()
-    return found[0] if found else sql
+    own = found and re.search(rf"PREPARE {name.group(1)} AS (.*?)(?=; PREPARE \w+ AS |\Z)",
+                              found[0], re.DOTALL)
+    return own.group(1) if own else sql
 
 
 def explain(execute: Any, sql: str, params: list[Any], many: bool, context: Any) -> str:
