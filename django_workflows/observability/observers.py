@@ -279,6 +279,20 @@ def locked(row: WorkflowInstance) -> None:
     transaction.on_commit(unit.committed)  # before the unit's own: its work runs after
 
 
+def wrote_at_once(row: WorkflowInstance, revision_before: int, began: float) -> None:
+    """The core wrote the unit's target ``row`` in one statement that took its lock and
+    committed (``began``: when it was sent; in an outer transaction the lock is held until
+    that commits). Call it right after the statement."""
+    units = _units()
+    if not units or units[-1].locked_at is not None:
+        return
+    unit = units[-1]
+    unit.locked_at = began
+    unit.workflow = unit.workflow or row.workflow
+    unit.revision_before = revision_before
+    transaction.on_commit(unit.committed)
+
+
 def current_unit() -> Unit | None:
     units = _units()
     return units[-1] if units else None

@@ -114,7 +114,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
 
 
 def save_if_unchanged(row: WorkflowInstance, before: engine.WorkflowSnapshot,
-                      outcome: engine.Outcome, *,
+                      outcome: engine.Outcome, *, actor: Any = None,
                       also: Sequence[Statement] = ()) -> Saved | None:
     """:func:`save_outcome` of an instance read at ``row.revision`` without its lock:
     written only if it is still there and no one holds its lock
@@ -126,7 +126,7 @@ def save_if_unchanged(row: WorkflowInstance, before: engine.WorkflowSnapshot,
     """
     assert writes_only_the_instance(outcome)
     revision = row.revision
-    saved, changed = _saved_rows([row], before, outcome, None)
+    saved, changed = _saved_rows([row], before, outcome, actor)
     (_, names), = changed
     if not statements().write_if_unchanged(row, names, revision, saved.events, also):
         return None

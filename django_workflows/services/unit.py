@@ -8,11 +8,12 @@ commit announces the events and hands new work to the runner. Each caller has
 its own entry point around it:
 
 - :func:`give`: a command given by a person or by code (its idempotency key, the
-  revision the caller expects, access judged on the locked row);
+  revision the caller expects, access judged on the locked row); without a key, first
+  tried in one statement by :func:`apply_if_unchanged`;
 - :func:`deliver`: a signal delivered to an instance (its sender judged on the row);
 - :func:`report`: a worker reports on its attempt, waiting for the lock;
   :func:`report_if_unchanged`: the same report written in one statement on the
-  row its claim read, without the lock, when nothing changed it since;
+  row its claim read (:func:`apply_if_unchanged`), when nothing changed it since;
 - :func:`fire`: the sweep fires something due (a deadline, an attempt's timeout, a
   silent worker): a busy tree is left for its next turn.
 
@@ -22,6 +23,7 @@ Nothing else runs under the lock: the caller shows the result after commit.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ from typing import Any
 
 from django.db import OperationalError, transaction
 
-from .. import clock, engine
+from .. import clock, engine, registry
 from ..conf import workflow_settings
 from ..exceptions import Busy, InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
 from ..models import WorkflowInstance
@@ -113,6 +115,10 @@ def give(instance_id: str, command: engine.Command, *, user: Any = None,
     A replayed idempotency ``key`` returns the first result (or its refusal);
     a row no longer at ``expected_revision`` raises :class:`StaleRevision`.
     """
+    if key is None:  # a key's row is written in the command's transaction: under the lock
+        applied = _give_if_unchanged(instance_id, command, user, expected_revision)
+        if applied is not None:
+            return applied
     with busy_as_error(lock_timeout), transaction.atomic():
         key_row = None
         if key is not None:
@@ -255,9 +261,46 @@ def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
                         options: Options = Options(), *,
                         loaded: engine.WorkflowSnapshot | None = None) -> Applied | None:
     """A worker's report applied to the row its claim read (``read``; ``loaded``: that row
-    as the claim loaded it, so it is not read from JSON twice), without the lock, and
-    written in one statement only if that row is unchanged; None when it must run under
-    the lock (:func:`report`), having written nothing.
+    as the claim loaded it, so it is not read from JSON twice) by :func:`apply_if_unchanged`;
+    None when it must run under the lock (:func:`report`), having written nothing."""
+    return apply_if_unchanged(read, command, options, loaded=loaded)
+
+
+def _give_if_unchanged(instance_id: str, command: engine.Command, user: Any,
+                       expected_revision: int | None) -> Applied | None:
+    """:func:`give` on the row as read without the lock, by :func:`apply_if_unchanged`:
+    two round trips instead of four (``BEGIN``, the lock, the write, ``COMMIT``); None when
+    it must run under the lock, having written nothing.
+
+    Access is judged on that row, and the write happens only if the row is still that
+    one when it is locked, so the judgement is the one the lock would give. A refusal
+    (of access, of the revision, of the rule) is given under the lock, never from this
+    read; so is a judgement that would call the definition's ``permission`` rule.
+    """
+    sql = statements()
+    if not sql.writes_if_unchanged:
+        return None
+    read = sql.row(instance_id)
+    if read is None or (expected_revision is not None and read.revision != expected_revision):
+        return None
+    if user is not None:
+        definition = registry.find(read.workflow)
+        if definition is None or definition.permission is not None:
+            return None  # the rule is user code
+        try:
+            if access.refusal(user, read, command.name) is not None:
+                return None
+        except InstanceNotFound:
+            return None
+    return apply_if_unchanged(read, command, Options(user=user))
+
+
+def apply_if_unchanged(read: WorkflowInstance, command: engine.Command,
+                       options: Options = Options(), *,
+                       loaded: engine.WorkflowSnapshot | None = None) -> Applied | None:
+    """``command`` applied to ``read``, a row read without the lock, and written in one
+    statement only if that row is unchanged; None when it must run under the lock, having
+    written nothing.
 
     It must: on a database without the one-statement write, for a tree of more
     than one instance, for a row saved under another version, when the tree holds
@@ -279,17 +322,21 @@ def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
         return None  # a claim the caller does not know of may be on its attempt's row
     try:
         outcome = engine.apply(definition, tree, command,
-                               env_for(None, call=_under_the_lock_only,
+                               env_for(options.user, call=_under_the_lock_only,
                                        kept_signal=_under_the_lock_only),
                                claimed=claims_of(tree, known=known))
     except NeedsLock:
         return None
     if not outcome.moved or not writes_only_the_instance(outcome):
         return None
-    saved = save_if_unchanged(read, tree, outcome, also=options.writes(outcome)
-                              if options.writes is not None else ())
+    revision, began = read.revision, time.perf_counter()
+    saved = save_if_unchanged(read, tree, outcome, actor=actor(options.user),
+                              also=options.writes(outcome) if options.writes is not None
+                              else ())
     if saved is None:
         return None
+    if observers.active:
+        observers.wrote_at_once(read, revision, began)
     after_commit(saved)
     return Applied(outcome, saved.rows[str(read.pk)], definition)
 

@@ -2,7 +2,9 @@
 
 From the ``SELECT ... FOR UPDATE`` to the ``COMMIT``: the lock, one ``UPDATE``
 of the instance, one ``INSERT`` of its events (and, with an idempotency key,
-the key's ``UPDATE``). The answer is rendered after the commit.
+the key's ``UPDATE``). On PostgreSQL a command that calls no user code takes
+the lock only inside the one statement that writes it. The answer is rendered
+after the commit.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ def verbs(statements: list[str]) -> list[str]:
 
 def command(monkeypatch, instance, name: str, **headers) -> tuple[dict, list[str]]:
     """Post ``name`` as the instance's owner; the answer, and what ran under the lock."""
+    body, seen = posted(monkeypatch, instance, name, **headers)
+    return body, verbs(seen.under_lock())
+
+
+def posted(monkeypatch, instance, name: str, **headers) -> tuple[dict, Statements]:
+    """Post ``name`` as the instance's owner; the answer, and every statement it ran."""
     client = APIClient()
     client.force_authenticate(instance.owner)
     seen = Statements()
@@ -69,19 +77,40 @@ def command(monkeypatch, instance, name: str, **headers) -> tuple[dict, list[str
     with connection.execute_wrapper(seen):
         response = client.post(url(instance, name), **headers)
     assert response.status_code == 200, response.json()
-    return response.json(), verbs(seen.under_lock())
+    return response.json(), seen
 
 
-@pytest.mark.parametrize("key", [None, "step-1"], ids=["plain", "idempotency key"])
-def test_a_command_holds_the_lock_only_for_its_own_writes(monkeypatch, key):
+def test_a_command_that_calls_no_user_code_is_one_read_and_one_fenced_write(monkeypatch):
+    """PostgreSQL: the row read without a lock, then written in one statement only if it is
+    still that row and nobody holds it; no BEGIN, no lock wait, no COMMIT of our own.
+    Elsewhere: the lock, the instance's UPDATE, its events."""
     instance = WorkflowInstanceFactory(workflow="long-manual", started=True,
                                        owner=UserFactory(username="owner"))
 
-    body, under_lock = command(monkeypatch, instance, "next",
-                               **({"HTTP_IDEMPOTENCY_KEY": key} if key else {}))
+    body, seen = posted(monkeypatch, instance, "next")
 
     assert body["current_step"] == "s1"
-    assert under_lock == ["LOCK", "UPDATE", "INSERT"] + (["UPDATE"] if key else [])
+    if connection.vendor == "postgresql":
+        # After the view's own reads (the instance, the user's permissions):
+        *_, read, written = seen.sql
+        assert verbs([read]) == ["SELECT"]
+        assert written.startswith("WITH") and "FOR UPDATE SKIP LOCKED" in written
+        assert [sql for sql in seen.sql if "FOR UPDATE" in sql] == [written]
+        assert "COMMIT" not in seen.sql
+    else:
+        assert verbs(seen.under_lock()) == ["LOCK", "UPDATE", "INSERT"]
+
+
+def test_with_an_idempotency_key_a_command_holds_the_lock_only_for_its_own_writes(
+        monkeypatch):
+    """The key's row is written in the command's transaction, so it runs under the lock."""
+    instance = WorkflowInstanceFactory(workflow="long-manual", started=True,
+                                       owner=UserFactory(username="owner"))
+
+    body, under_lock = command(monkeypatch, instance, "next", HTTP_IDEMPOTENCY_KEY="step-1")
+
+    assert body["current_step"] == "s1"
+    assert under_lock == ["LOCK", "UPDATE", "INSERT", "UPDATE"]
 
 
 def test_the_answer_is_read_after_the_commit(monkeypatch):
@@ -98,19 +127,16 @@ def test_the_answer_is_read_after_the_commit(monkeypatch):
 
 def test_the_update_and_the_events_go_in_one_round_trip_where_the_database_allows(
         monkeypatch):
+    """Under the lock (here: a key's command), as two round trips where several
+    statements go at once."""
     instance = WorkflowInstanceFactory(workflow="long-manual", started=True,
                                        owner=UserFactory(username="owner"))
-    seen = Statements()
-    seen.mark_commits(monkeypatch)
-    client = APIClient()
-    client.force_authenticate(instance.owner)
 
-    with connection.execute_wrapper(seen):
-        assert client.post(url(instance, "next")).status_code == 200
+    _, seen = posted(monkeypatch, instance, "next", HTTP_IDEMPOTENCY_KEY="step-1")
 
     # PostgreSQL with client-side binding (psycopg 3's default) takes several at once.
     together = isinstance(statements(), PsycopgClientBinding)
-    assert len(seen.under_lock()) == (2 if together else 3)
+    assert len(seen.under_lock()) == (3 if together else 4)  # with the key's UPDATE
     assert together == (connection.vendor == "postgresql")
 
 

@@ -204,6 +204,11 @@ class PsycopgClientBinding(PostgreSQL):
         cursor.execute("; ".join(sqls), [param for _, params in statements
                                          for param in params])
 
+    def fetch(self, sql: str, params: list[Any]) -> WorkflowInstance | None:
+        with self.connection.cursor() as cursor:
+            self.send(cursor, [(sql, params)])  # prepared: a command's read is on the hot path
+            return self.reader.first(cursor.fetchall())
+
     def lock_tree(self, instance_id: UUID | str, timeout: float) -> list[WorkflowInstance]:
         # The common case, an instance without a parent, is one round trip with its wait.
         with self.connection.cursor() as cursor:
