@@ -29,7 +29,9 @@ measure of how the machine's load changed between the two).
 
 Lock hold is the time from the row lock being granted (the ``SELECT ... FOR
 UPDATE`` returning) to the commit having returned: for the service measured by
-a query wrapper and an ``on_commit`` callback installed by this script only.
+a query wrapper and an ``on_commit`` callback installed by this script only. A
+command the service writes in one statement (PostgreSQL: it calls no user code)
+holds the lock inside that statement: its hold is the statement's time.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ class Service:
         self.next = services.next
         self.samples = samples
         self.on_commit = transaction.on_commit
+        self.in_transaction = lambda: connection.in_atomic_block
         self.locked: float | None = None
         connection.ensure_connection()
         self.wrapper = connection.execute_wrapper(self._timed)
@@ -166,13 +169,30 @@ class Service:
 
     def _timed(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
                context: Any) -> Any:
+        began = time.perf_counter()
         result = execute(sql, params, many, context)
-        # The lock, alone or with others at once; prepared, it is an EXECUTE (the first
-        # statement of a command) whose FOR UPDATE the text no longer shows.
-        if self.locked is None and ("FOR UPDATE" in sql or sql.startswith("EXECUTE")):
+        if self.locked is not None:
+            return result
+        text = self.text_of(sql)
+        if "SKIP LOCKED" in text and not self.in_transaction():
+            # Written in one statement: the lock was taken and let go while it ran.
+            self.samples.append(time.perf_counter() - began)
+            self.locked = began
+        elif "FOR UPDATE" in text:  # the lock, alone or with others at once
             self.locked = time.perf_counter()
             self.on_commit(self._committed)
         return result
+
+    def text_of(self, sql: str) -> str:
+        """What ``sql`` runs: a prepared statement's ``EXECUTE`` as the statement it names."""
+        from django_workflows.services.sql import statements
+
+        prepared = getattr(statements(), "prepared", None)
+        if prepared is None or "EXECUTE dwf_" not in sql:
+            return sql
+        by_name = {name: text for text, name in prepared.names.items()}
+        return "; ".join(by_name[part.split(" ", 1)[1].split("(", 1)[0]]
+                         for part in sql.split("; "))
 
     def _committed(self) -> None:
         assert self.locked is not None

@@ -278,7 +278,7 @@ def _give_if_unchanged(instance_id: str, command: engine.Command, user: Any,
     read; so is a judgement that would call the definition's ``permission`` rule.
     """
     sql = statements()
-    if not sql.writes_if_unchanged:
+    if not sql.writes_if_unchanged or contended(instance_id):
         return None
     read = sql.row(instance_id)
     if read is None or (expected_revision is not None and read.revision != expected_revision):
@@ -311,7 +311,8 @@ def apply_if_unchanged(read: WorkflowInstance, command: engine.Command,
     lock.
     """
     sql = statements()
-    if not sql.writes_if_unchanged or read.parent_id is not None or read.nested_id:
+    if not sql.writes_if_unchanged or read.parent_id is not None or read.nested_id \
+            or contended(str(read.pk)):
         return None
     known = options.known_claims or {}
     definition = definition_of(read.workflow)
@@ -334,11 +335,36 @@ def apply_if_unchanged(read: WorkflowInstance, command: engine.Command,
                               also=options.writes(outcome) if options.writes is not None
                               else ())
     if saved is None:
+        lost_a_race(str(read.pk))
         return None
     if observers.active:
         observers.wrote_at_once(read, revision, began)
     after_commit(saved)
     return Applied(outcome, saved.rows[str(read.pk)], definition)
+
+
+# An instance whose one-statement write lately found it moved on or locked by another
+# writer, and until when: its commands go straight to the lock, since on a contended row
+# the read and the engine's work would mostly be thrown away.
+_contended: dict[str, float] = {}
+CONTENDED_SECONDS = 1.0
+CONTENDED_KEPT = 1000  # instances remembered by a process at most
+
+
+def contended(instance_id: str) -> bool:
+    until = _contended.get(instance_id)
+    return until is not None and until > time.monotonic()
+
+
+def lost_a_race(instance_id: str) -> None:
+    now = time.monotonic()
+    if len(_contended) >= CONTENDED_KEPT:
+        for key, until in list(_contended.items()):
+            if until <= now:
+                _contended.pop(key, None)
+        if len(_contended) >= CONTENDED_KEPT:
+            _contended.clear()
+    _contended[instance_id] = now + CONTENDED_SECONDS
 
 
 # -- after commit -----------------------------------------------------------------------

@@ -134,3 +134,32 @@ def test_a_command_the_row_moved_under_is_judged_again_on_the_locked_row(monkeyp
     assert (row.status, row.current_step, row.revision) == (
         "cancelled", "s0", started + 1)
     assert not WorkflowEvent.objects.filter(instance=row, type="step-leave").exists()
+
+
+@pytest.mark.postgres
+def test_after_a_lost_race_the_instances_next_commands_go_straight_to_the_lock(monkeypatch):
+    """On a contended instance the unlocked read and the engine's work would be thrown
+    away: for a second after its one-statement write loses, commands lock it first."""
+    instance = services.create("long-manual", start=True)
+    sql = statements()
+    read_row = sql.row
+
+    def read_then_moved(pk: Any) -> WorkflowInstance | None:
+        monkeypatch.setattr(sql, "row", read_row)
+        row = read_row(pk)
+        services.next(pk)  # another writer gets there first
+        return row
+
+    monkeypatch.setattr(sql, "row", read_then_moved)
+    assert services.next(instance).current_step == "s2"  # lost the race, then locked
+    ran: list[str] = []
+
+    def record(execute: Any, sql_text: str, params: Any, many: bool, context: Any) -> Any:
+        ran.append(dbutil.spelled_out(sql_text, params) or "")
+        return execute(sql_text, params, many, context)
+
+    with connection.execute_wrapper(record):
+        assert services.next(instance).current_step == "s3"
+
+    assert "FOR UPDATE" in ran[0] and "SKIP LOCKED" not in ran[0]
+    assert not any("SKIP LOCKED" in sql_text for sql_text in ran)
