@@ -20,7 +20,9 @@ the REST API: the onboarding wizard (validation errors, back, skip, the
 nested identity check an operator approves), orders (a declined card fixed by
 a state update, cancels followed by a rollback, refunds of shipped orders),
 expense claims (cancelled, or approved and paid out), reads of lists and
-event logs, and probes of other users' instances (which must answer 404).
+event logs, and probes of other users' instances (which must answer 404). Half
+their commands carry an ``Idempotency-Key`` (run under the lock), half do not
+(on PostgreSQL, written in one statement when they call no user code).
 An operator thread plays the person on call: it retries failed instances and
 resumes or finishes rollbacks, as the docs tell operators to.
 
