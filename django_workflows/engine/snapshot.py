@@ -313,6 +313,10 @@ def _plain(value: Any) -> Any:
         return value
     if kind is dict:
         return {key: _plain(item) for key, item in value.items()}
+    if kind is tuple and _LEAVES.issuperset(map(type, value)):
+        # A history, the steps done: they grow with the instance, and their items are
+        # plain already, so they are copied without a call per item.
+        return list(value)
     names = _FIELD_NAMES.get(kind)
     if names is None and hasattr(value, "__dataclass_fields__"):
         names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
@@ -336,8 +340,15 @@ def to_json(snapshot: WorkflowSnapshot | OperationSnapshot | BranchSnapshot) -> 
     return plain
 
 
+_KNOWN_NAMES: dict[type, frozenset[str]] = {}  # a dataclass's field names, for _known
+
+
 def _known(cls: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in fields(cls)}
+    """The items of ``data`` that are fields of ``cls`` (the names are worked out once per
+    class: every command reads a snapshot from JSON, a worker's more than once)."""
+    names = _KNOWN_NAMES.get(cls)
+    if names is None:
+        names = _KNOWN_NAMES[cls] = frozenset(f.name for f in fields(cls))
     return {key: value for key, value in data.items() if key in names}
 
 
