@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,6 +30,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                     returncode=3)
     for marker in ("postgres", "mysql", "real_locks"):
         _database_skips.setdefault(marker, f"{name} is not reachable: {problem}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _flush_retries_a_lost_deadlock() -> Iterator[None]:
+    """Every test's flush survives a deadlock with a worker's late transaction
+    (``dbutil.flush_retrying_lost_deadlocks``)."""
+    from django.core.management.commands import flush
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(flush.Command, "handle",
+                      dbutil.flush_retrying_lost_deadlocks(flush.Command.handle))
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

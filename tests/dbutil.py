@@ -225,3 +225,43 @@ def at_once(*sides: Callable[[], Any], timeout: float = 30.0) -> list[Any]:
         thread.join(timeout)
     assert not any(thread.is_alive() for thread in threads), "a side never finished"
     return results
+
+
+DEADLOCK_SQLSTATE = "40P01"  # PostgreSQL broke a deadlock by aborting the statement
+
+
+def lost_a_deadlock(error: BaseException | None) -> bool:
+    """Whether ``error`` (or an error it was raised from) is PostgreSQL aborting our
+    statement to break a deadlock."""
+    while error is not None:
+        if getattr(error, "sqlstate", None) == DEADLOCK_SQLSTATE:
+            return True
+        error = error.__cause__
+    return False
+
+
+def flush_retrying_lost_deadlocks(handle: Callable[..., Any], tries: int = 3
+                                  ) -> Callable[..., Any]:
+    """Django's ``flush`` command (the end of every transactional test), tried again when
+    the server aborted it to break a deadlock.
+
+    PostgreSQL's flush is one ``TRUNCATE`` of every table, which locks them one by one in
+    the order of a Python set. A worker of the shared cluster may still be in a transaction
+    of its own when the test that waited for its attempts ends (a slot's release, for
+    one, follows the attempt's result), holding a table the flush wants and then wanting
+    one the flush holds. The server aborts one of the two; when it is the flush, the
+    test's rows stay for the next test to see. The aborted flush changed nothing, so
+    trying it again is safe.
+    """
+    from django.core.management.base import CommandError
+
+    def retrying(self: Any, **options: Any) -> Any:
+        for _ in range(tries - 1):
+            try:
+                return handle(self, **options)
+            except CommandError as error:
+                if not lost_a_deadlock(error):
+                    raise
+        return handle(self, **options)
+
+    return retrying
