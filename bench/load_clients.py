@@ -235,10 +235,11 @@ class Scenarios:
             self.rollback(pk)  # returned: refund it
 
     def rollback(self, pk: str) -> None:
-        """Roll back once the stopped work has stopped (refused until then)."""
+        """The back office rolls the order back (a customer may not: the example's
+        ``order_permission``), once the stopped work has stopped (refused until then)."""
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and not self.stop.is_set():
-            status, data = self.c.act(pk, "rollback")
+            status, data = self.op.act(pk, "rollback")
             code = data.get("code") if isinstance(data, dict) else None
             if status == 200 or code not in ("still_stopping", "work_in_progress", "busy"):
                 return
