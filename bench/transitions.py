@@ -151,20 +151,26 @@ def Raw(samples: list[float]) -> Callable[[str], int]:
 
 
 class Service:
-    """``services.next``; a query wrapper notes when the row lock was granted."""
+    """``services.next``; a query wrapper notes when the row lock was granted.
+
+    The wrapper runs for every statement, so it should cost no more than the raw loop's
+    own timing: what a statement is (its SQL read for ``SKIP LOCKED`` and ``FOR UPDATE``)
+    is worked out once per SQL string, and the connection is this process's own object,
+    not looked up through ``django.db.connection`` at each call.
+    """
 
     def __init__(self, samples: list[float]) -> None:
-        from django.db import connection, transaction
+        from django.db import DEFAULT_DB_ALIAS, connections
 
         from django_workflows import services
 
         self.next = services.next
         self.samples = samples
-        self.on_commit = transaction.on_commit
-        self.in_transaction = lambda: connection.in_atomic_block
+        self.connection = connections[DEFAULT_DB_ALIAS]
+        self.kinds: dict[str, tuple[bool, bool]] = {}  # SKIP LOCKED, FOR UPDATE
         self.locked: float | None = None
-        connection.ensure_connection()
-        self.wrapper = connection.execute_wrapper(self._timed)
+        self.connection.ensure_connection()
+        self.wrapper = self.connection.execute_wrapper(self._timed)
         self.wrapper.__enter__()
 
     def _timed(self, execute: Callable[..., Any], sql: str, params: Any, many: bool,
@@ -173,14 +179,18 @@ class Service:
         result = execute(sql, params, many, context)
         if self.locked is not None:
             return result
-        text = self.text_of(sql)
-        if "SKIP LOCKED" in text and not self.in_transaction():
+        kind = self.kinds.get(sql)
+        if kind is None:
+            text = self.text_of(sql)
+            kind = self.kinds[sql] = ("SKIP LOCKED" in text, "FOR UPDATE" in text)
+        skips_locked, locks = kind
+        if skips_locked and not self.connection.in_atomic_block:
             # Written in one statement: the lock was taken and let go while it ran.
             self.samples.append(time.perf_counter() - began)
             self.locked = began
-        elif "FOR UPDATE" in text:  # the lock, alone or with others at once
+        elif locks:  # the lock, alone or with others at once
             self.locked = time.perf_counter()
-            self.on_commit(self._committed)
+            self.connection.on_commit(self._committed)
         return result
 
     def text_of(self, sql: str) -> str:
@@ -204,10 +214,8 @@ class Service:
         return int(row.current_step[1:])
 
     def close(self) -> None:
-        from django.db import connection
-
         self.wrapper.__exit__(None, None, None)
-        connection.close()
+        self.connection.close()
 
 
 # -- a case ------------------------------------------------------------------------------
@@ -354,6 +362,10 @@ def lock_ms(result: Result) -> str:
             f"{percentile(result.lock_hold, 0.99) * 1000:.2f}")
 
 
+def cpu_ms(result: Result) -> str:
+    return f"{result.cpu / result.transitions * 1000:.2f}"
+
+
 def profile(targets: list[str], seconds: float) -> None:
     """The service's ``next`` at one client, in this process, under cProfile."""
     from django_workflows import services
@@ -407,7 +419,40 @@ def flat(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) ->
           f"{many.rate / few.rate:.2f} (raw, same tables both times: "
           f"{raw_many.rate / raw_few.rate:.2f}); service/raw at {options.finished:,} over "
           f"service/raw at {FEW_FINISHED:,}: "
-          f"{(many.rate / raw_many.rate) / (few.rate / raw_few.rate):.2f}")
+          f"{(many.rate / raw_many.rate) / (few.rate / raw_few.rate):.2f}; "
+          f"{calibration_line()}")
+
+
+def along(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) -> None:
+    """The 1-client case over fresh instances, then over the same instances moved
+    ``--history`` steps along: an instance's snapshot, rewritten by every command, grows
+    with its history (the raw loop's rows do not: it is the measure of the machine)."""
+    from django_workflows import services
+
+    rows = []
+    for steps in (0, options.history):
+        reached = {target: int(step[1:])
+                   for target, step in server().steps(INSTANCES, spread).items()}
+        # The fresh run moved them this far; the run along moves them about as far again,
+        # and an instance at the last step would complete.
+        if steps and steps + max(reached.values()) >= STEPS - 1:
+            raise SystemExit(f"--history {steps}: a run moves these instances up to "
+                             f"{max(reached.values())} steps, past the workflow's {STEPS}; "
+                             "give fewer steps or more --instances")
+        for target, step_number in reached.items():
+            for _ in range(steps - step_number):
+                services.next(target)
+        rows.append((steps, *measure(1, spread, False, options.seconds, options.rounds,
+                                     warm_ups).values()))
+    print("\n| steps along | raw tx/s | service tx/s | service/raw | CPU ms per tx raw / "
+          "service |\n|---:|---:|---:|---:|---:|")
+    for steps, raw, service in rows:
+        print(f"| {steps:,} | {raw.rate:,.0f} | {service.rate:,.0f} | "
+              f"{service.rate / raw.rate:.2f} | {cpu_ms(raw)} / {cpu_ms(service)} |")
+    (_, raw_fresh, fresh_), (_, raw_along, along_) = rows
+    print(f"\nservice/raw {options.history:,} steps along over service/raw fresh: "
+          f"{(along_.rate / raw_along.rate) / (fresh_.rate / raw_fresh.rate):.2f}; "
+          f"{calibration_line()}")
 
 
 def main() -> None:
@@ -425,11 +470,16 @@ def main() -> None:
     parser.add_argument("--finished", type=int, metavar="N",
                         help="only the 4-process case, with 10,000 and then N finished "
                              "instances in the tables (PostgreSQL)")
+    parser.add_argument("--history", type=int, metavar="N",
+                        help="only the 1-client case over --instances instances, fresh and "
+                             "then N steps along")
     parser.add_argument("--database", metavar="URL",
                         help="the server, as a DATABASE_URL: postgres:// or mysql://; its "
                              "database name is not used (default: PostgreSQL at 127.0.0.1, "
                              "user postgres, or DWF_BENCH_HOST, _PORT, _USER, _PASSWORD)")
     options = parser.parse_args()
+    if options.history is not None and not 0 < options.history < STEPS - 1:
+        parser.error(f"--history: 1 to {STEPS - 2}")
     if options.database:
         os.environ["DWF_BENCH_URL"] = options.database  # read by bench/settings.py
     started = time.perf_counter()
@@ -442,6 +492,9 @@ def main() -> None:
             return
         if options.finished:
             flat(options, spread, warm_ups)
+            return
+        if options.history:
+            along(options, spread, warm_ups)
             return
         import django
         from django.conf import settings
@@ -469,8 +522,7 @@ def main() -> None:
         for name, raw, service in rows:
             print(f"| {name} | {raw.rate:,.0f} | {service.rate:,.0f} | "
                   f"{service.rate / raw.rate:.2f} | {lock_ms(raw)} | {lock_ms(service)} | "
-                  f"{raw.cpu / raw.transitions * 1000:.2f} / "
-                  f"{service.cpu / service.transitions * 1000:.2f} |")
+                  f"{cpu_ms(raw)} / {cpu_ms(service)} |")
         if options.observed:
             print("\n| case | observed / service (no exporter) | with the in-memory exporter "
                   "| CPU ms per tx service / observed / in-memory |\n|---|---:|---:|---:|")
