@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import connections, transaction
+from django.db import close_old_connections, connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from django_workflows import services
 from django_workflows.models import WorkflowEvent, WorkflowInstance
@@ -241,3 +242,61 @@ def test_without_prepared_statements_the_sql_is_sent_as_it_is(settings):
 
     assert not [sql for sql in sent if sql.startswith(("PREPARE", "EXECUTE"))]
     assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s1"
+
+
+# -- the hot path's cursor, kept per connection (PostgreSQL) ---------------------------------
+
+
+def _terminate(pid: int) -> None:
+    """End the server session ``pid`` from a session of its own, as a restart or a
+    proxy's idle timeout would."""
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        other.close()
+
+
+@pytest.mark.postgres
+def test_commands_in_a_row_make_no_new_cursor(monkeypatch):
+    instance = services.create("long-manual", start=True)
+    services.next(instance)  # its hot statements' cursor made now, if not before
+    connection, made = connections["default"], []
+    make = connection.cursor
+    monkeypatch.setattr(connection, "cursor", lambda *args: made.append(1) or make(*args))
+
+    services.back(services.next(instance))
+
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s1"
+    assert made == [1]  # the last line's; both commands ran on the kept cursor
+
+
+@pytest.mark.postgres
+def test_queries_logged_include_those_of_the_hot_path():
+    instance = services.create("long-manual", start=True)
+    services.next(instance)  # the cursor kept, made while no query was logged
+
+    with CaptureQueriesContext(connections["default"]) as captured:
+        services.next(instance)
+
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s2"
+    assert [q["sql"] for q in captured.captured_queries if q["sql"].startswith("EXECUTE dwf_")]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_connection_is_replaced_when_health_checks_are_on(monkeypatch):
+    connection = connections["default"]
+    monkeypatch.setitem(connection.settings_dict, "CONN_HEALTH_CHECKS", True)
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", None)
+    connection.close()
+    instance = services.create("long-manual", start=True)
+    services.next(instance)  # a connection with health checks, and its kept cursor
+    _terminate(connection.connection.info.backend_pid)
+
+    close_old_connections()  # a new request: its first query checks the connection
+    services.next(instance)
+
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "s2"
+    connection.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -37,6 +37,7 @@ class PostgreSQL(Statements):
 
     def __init__(self, connection: Any) -> None:
         super().__init__(connection)
+        self._kept: Any = None  # the cursor hot_cursor() uses again
         qn = connection.ops.quote_name
         typed = ", ".join(f"{qn(field.column)} {field.db_type(connection)}"
                           for field in self.event_fields)
@@ -57,6 +58,24 @@ class PostgreSQL(Statements):
             f", dwf_events AS (INSERT INTO {self.events_table} ({self.event_columns}) "
             f"{self.events_from_json} WHERE {WRITTEN} "
             f"RETURNING {qn(WorkflowEvent._meta.pk.column)}, {sequence})")
+
+    def hot_cursor(self) -> Any:
+        """A cursor for the hot path's statements, as a ``with`` block takes it: one kept
+        per connection and used again, since making Django's cursor and the driver's cost
+        a worker's operation nearly 4 % of its instructions. Each use must read all its results
+        before another statement runs.
+
+        A new one is made where ``connection.cursor()`` does more than make one: when
+        queries are logged (``DEBUG``, ``assertNumQueries``), when the driver's
+        connection is a new one, and before a health check (``CONN_HEALTH_CHECKS``).
+        """
+        connection, kept = self.connection, self._kept
+        if kept is None or connection.queries_logged \
+                or kept.cursor.connection is not connection.connection \
+                or (connection.health_check_enabled and not connection.health_check_done):
+            kept = connection.cursor()
+            self._kept = None if connection.queries_logged else kept
+        return nullcontext(kept)
 
     @contextmanager
     def bounded_wait(self, seconds: float) -> Iterator[None]:
@@ -120,7 +139,7 @@ class PostgreSQL(Statements):
                   *(value for _, its_values in also for value in its_values)]
         if events:
             values.append(self.json_rows(events))
-        with self.connection.cursor() as cursor:
+        with self.hot_cursor() as cursor:
             self.send(cursor, [(statement, values)])
             rows = cursor.fetchall()
         if not rows:
@@ -164,7 +183,7 @@ class PsycopgClientBindingAttempts(AttemptStatements):
     def claim(self, token: str, at: float, heartbeat_at: Any, worker: str) -> Claim:
         claimed_at = to_datetime(at)
         assert isinstance(self.instances, PostgreSQL)
-        with self.connection.cursor() as cursor:
+        with self.instances.hot_cursor() as cursor:
             self.instances.send(cursor, [
                 (self.claim_update, [AttemptStatus.RUNNING.value, claimed_at, heartbeat_at,
                                      worker, "running", claimed_at, token,
@@ -205,13 +224,13 @@ class PsycopgClientBinding(PostgreSQL):
                                          for param in params])
 
     def fetch(self, sql: str, params: list[Any]) -> WorkflowInstance | None:
-        with self.connection.cursor() as cursor:
+        with self.hot_cursor() as cursor:
             self.send(cursor, [(sql, params)])  # prepared: a command's read is on the hot path
             return self.reader.first(cursor.fetchall())
 
     def lock_tree(self, instance_id: UUID | str, timeout: float) -> list[WorkflowInstance]:
         # The common case, an instance without a parent, is one round trip with its wait.
-        with self.connection.cursor() as cursor:
+        with self.hot_cursor() as cursor:
             first, bound, lock, restore = self.bounded_root
             self.send(cursor, [(first, []), (bound, [milliseconds(timeout)]),
                                (lock, [self.pk_value(instance_id)]), (restore, [])])
@@ -233,7 +252,7 @@ class PsycopgClientBinding(PostgreSQL):
         if len(inserts) > 1 or len(together) < 2:
             super().write(changed, events, also)
             return
-        with self.connection.cursor() as cursor:
+        with self.hot_cursor() as cursor:
             self.send(cursor, together)
             for _ in updates:
                 self.updated_one(cursor)
