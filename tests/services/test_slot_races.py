@@ -11,12 +11,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
 from django_workflows import Limit, Operation, Step, Workflow, registry, services
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
+from django_workflows.runners.worker import run_attempt
 from django_workflows.services.slots import ACTIVE, release
 from tests import dbutil
 from tests.services.test_slots import HOLDING, HoldingRunner
@@ -24,25 +27,64 @@ from tests.services.test_slots import HOLDING, HoldingRunner
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
 ROUNDS = 6
-IMMEDIATE = override_settings(DJANGO_WORKFLOWS={
-    "RUNNER": "django_workflows.runners.immediate.Runner"})
+PARTNER_WAIT = 2.0  # how long a call waits for a second one to run beside it
+
+
+class ThreadedRunner:
+    """Workers running side by side: each attempt handed out runs at once, in a thread
+    of its own. (The immediate runner runs what a thread's release hands out in that
+    thread, one after another, so two slots of a key hardly ever ran together: CI,
+    2026-12-07, saw one at a time.)"""
+
+    threads: list[threading.Thread] = []
+
+    def enqueue(self, tokens: Sequence[str]) -> None:
+        for token in tokens:
+            thread = threading.Thread(target=self._run, args=(token,), daemon=True)
+            ThreadedRunner.threads.append(thread)
+            thread.start()
+
+    @staticmethod
+    def _run(token: str) -> None:
+        try:
+            run_attempt(token, heartbeat_thread=False)
+        finally:
+            connection.close()
+
+    @classmethod
+    def join_all(cls, timeout: float) -> None:
+        """Until every attempt's thread, the ones they started too, has ended."""
+        deadline = time.monotonic() + timeout
+        while any(thread.is_alive() for thread in cls.threads):
+            assert time.monotonic() < deadline, "an attempt never finished"
+            next(t for t in cls.threads if t.is_alive()).join(0.1)
+
+
+THREADED = override_settings(DJANGO_WORKFLOWS={
+    "RUNNER": "tests.services.test_slot_races.ThreadedRunner"})
 
 
 class Running:
-    """How many calls run at once in this process, per key, and the most there ever were."""
+    """How many calls run at once in this process, per key, and the most there ever were.
+
+    A call waits a moment for a second one of its key to run beside it: where the limit
+    lets two run, two do, however slow the machine, and a third, were one let in, is seen.
+    """
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.changed = threading.Condition()
         self.now: Counter[str] = Counter()
         self.most: Counter[str] = Counter()
 
     def call(self, ctx) -> dict:
         key = ctx.state["key"]
-        with self.lock:
+        with self.changed:
             self.now[key] += 1
             self.most[key] = max(self.most[key], self.now[key])
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.now[key] >= 2, timeout=PARTNER_WAIT)
         time.sleep(0.02)
-        with self.lock:
+        with self.changed:
             self.now[key] -= 1
         return {}
 
@@ -53,6 +95,7 @@ running = Running()
 @pytest.fixture(autouse=True)
 def workflows():
     HoldingRunner.held.clear()
+    ThreadedRunner.threads.clear()
     running.most.clear()
     definitions = [
         Workflow(id="race-two", steps=[Step("call", operations=[Operation(
@@ -75,8 +118,9 @@ def test_threads_handing_out_and_finishing_one_key_never_run_more_than_its_max()
         return [services.create("race-two", state={"key": "hot", "n": thread * 10 + n},
                                 start=True) for n in range(4)]
 
-    with IMMEDIATE:  # the settings of every thread
+    with THREADED:  # the settings of every thread
         results = dbutil.at_once(*[lambda t=t: orders(t) for t in range(6)], timeout=60)
+        ThreadedRunner.join_all(timeout=120)
 
     assert not any(isinstance(r, Exception) for r in results), results
     assert running.most["hot"] == 2
