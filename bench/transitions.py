@@ -5,6 +5,7 @@
     .venv/bin/python bench/transitions.py --database mysql://root@127.0.0.1:3306/   # MariaDB
     .venv/bin/python bench/transitions.py --seconds 2 --profile
     .venv/bin/python bench/transitions.py --finished 1000000   # flat as the tables grow
+    .venv/bin/python bench/transitions.py --padded   # raw at the service's client CPU
 
 ``--database`` names the server as a ``DATABASE_URL`` (``postgres://`` or
 ``mysql://``; its database name is not used). The script creates a database of
@@ -26,6 +27,13 @@ runs: once with 10,000 finished instances (and their events) in the tables, then
 again after filling them up to N; it prints the service's rate at N divided by
 its rate at 10,000 (and the raw driver's, whose tables do not grow, as the
 measure of how the machine's load changed between the two).
+
+With ``--padded`` only the 1-client case over random instances runs, and then the raw
+loop again, beside a raw loop that first spends the service's extra client CPU per
+transaction (the service's CPU per transaction less raw's, from the first run) in a busy
+loop: what raw's database work gives at the service's client CPU, the most the service's
+ratio to raw could be on this machine without spending less CPU. ``--padding MS`` pads by
+MS milliseconds instead.
 
 Lock hold is the time from the row lock being granted (the ``SELECT ... FOR
 UPDATE`` returning) to the commit having returned: for the service measured by
@@ -133,7 +141,7 @@ def new_instances(count: int) -> list[str]:
 
 
 def table_of(kind: str) -> str:
-    return RAW_INSTANCES if kind == "raw" else INSTANCES
+    return RAW_INSTANCES if kind in ("raw", PADDED) else INSTANCES
 
 
 def moved(kind: str) -> int:
@@ -148,6 +156,27 @@ def Raw(samples: list[float]) -> Callable[[str], int]:
     """The raw baseline's transition on the settings' database, by the name the peers'
     harness (shared/bench-peers/project_bench.py) calls it, as :class:`Service` is."""
     return server().transition(samples)
+
+
+PADDED = "raw-padded"
+
+
+class Padded:
+    """The raw transition after ``padding`` seconds of this process's CPU spent in a loop:
+    raw's database work at the service's client CPU (``--padded``)."""
+
+    def __init__(self, samples: list[float], padding: float) -> None:
+        self.raw: Any = Raw(samples)
+        self.padding = padding
+
+    def __call__(self, instance_id: str) -> int:
+        until = time.perf_counter() + self.padding
+        while time.perf_counter() < until:
+            pass
+        return self.raw(instance_id)
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 class Service:
@@ -244,14 +273,15 @@ class Result:
 
 
 def worker(kind: str, targets: list[str], hot: bool, seconds: float, warm_up: str, seed: int,
-           barrier: Any, results: Any) -> None:
+           barrier: Any, results: Any, padding: float = 0.0) -> None:
     """Move instances for ``seconds``: random ones, or the hot one (the first fresh one)."""
     from django_workflows.exceptions import Busy
 
     result = Result()
     if kind in OBSERVED:
         observe(kind)
-    run = Raw(result.lock_hold) if kind == "raw" else Service(result.lock_hold)
+    run = (Raw(result.lock_hold) if kind == "raw" else Padded(result.lock_hold, padding)
+           if kind == PADDED else Service(result.lock_hold))
     rnd = random.Random(seed)
     hot_index = fresh(kind, targets) if hot else 0
     try:
@@ -301,7 +331,7 @@ def observe(kind: str) -> None:
 
 
 def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: float,
-             warm_ups: list[str]) -> Result:
+             warm_ups: list[str], padding: float = 0.0) -> Result:
     from django.db import connections
 
     connections.close_all()  # no connection crosses a fork
@@ -309,7 +339,7 @@ def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: fl
     barrier = context.Barrier(clients)
     results = context.Queue()
     processes = [context.Process(target=worker, args=(kind, targets, hot, seconds, warm_ups[n],
-                                                      n, barrier, results))
+                                                      n, barrier, results, padding))
                  for n in range(clients)]
     before = moved(kind)
     for process in processes:
@@ -339,14 +369,14 @@ def fresh(kind: str, targets: list[str]) -> int:
 
 
 def measure(clients: int, targets: list[str], hot: bool, seconds: float, rounds: int,
-            warm_ups: list[str], kinds: tuple[str, ...] = ("raw", "service")
-            ) -> dict[str, Result]:
+            warm_ups: list[str], kinds: tuple[str, ...] = ("raw", "service"),
+            padding: float = 0.0) -> dict[str, Result]:
     """Each kind in alternating rounds, so that all see the same load on the machine."""
     results = {kind: Result() for kind in kinds}
     for _ in range(rounds):
         for kind in kinds:
             results[kind].add(run_case(kind, clients, targets, hot, seconds / rounds,
-                                       warm_ups), parallel=False)
+                                       warm_ups, padding), parallel=False)
     return results
 
 
@@ -455,6 +485,28 @@ def along(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) -
           f"{calibration_line()}")
 
 
+def padded(options: argparse.Namespace, spread: list[str], warm_ups: list[str]) -> None:
+    """The 1-client case, then the raw loop padded with the service's extra client CPU per
+    transaction: how near raw the service could come with raw's database work at its own
+    CPU. Where a database's wait grows with the time between commits (a virtual disk's
+    flush, a core gone idle), the padded loop falls further behind raw than the padding."""
+    first = measure(1, spread, False, options.seconds, options.rounds, warm_ups)
+    raw, service = first["raw"], first["service"]
+    padding = (options.padding / 1000 if options.padding is not None else
+               max(0.0, service.cpu / service.transitions - raw.cpu / raw.transitions))
+    second = measure(1, spread, False, options.seconds, options.rounds, warm_ups,
+                     ("raw", PADDED), padding)
+    again, padded_ = second["raw"], second[PADDED]
+    print("| kind | tx/s | over raw in its rounds | CPU ms per tx |\n|---|---:|---:|---:|")
+    for name, result, base in (("raw", raw, raw), ("service", service, raw),
+                               ("raw", again, again),
+                               (f"raw padded by {padding * 1000:.2f} ms", padded_, again)):
+        print(f"| {name} | {result.rate:,.0f} | {result.rate / base.rate:.2f} | "
+              f"{cpu_ms(result)} |")
+    print(f"\nservice/raw {service.rate / raw.rate:.2f}; raw padded by "
+          f"{padding * 1000:.2f} ms/raw {padded_.rate / again.rate:.2f}; {calibration_line()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per case and kind")
@@ -473,6 +525,11 @@ def main() -> None:
     parser.add_argument("--history", type=int, metavar="N",
                         help="only the 1-client case over --instances instances, fresh and "
                              "then N steps along")
+    parser.add_argument("--padded", action="store_true",
+                        help="only the 1-client case, then the raw loop padded with the "
+                             "service's extra client CPU per transaction")
+    parser.add_argument("--padding", type=float, metavar="MS",
+                        help="with --padded: pad raw's loop by MS milliseconds instead")
     parser.add_argument("--database", metavar="URL",
                         help="the server, as a DATABASE_URL: postgres:// or mysql://; its "
                              "database name is not used (default: PostgreSQL at 127.0.0.1, "
@@ -495,6 +552,9 @@ def main() -> None:
             return
         if options.history:
             along(options, spread, warm_ups)
+            return
+        if options.padded:
+            padded(options, spread, warm_ups)
             return
         import django
         from django.conf import settings
