@@ -537,6 +537,8 @@ def main() -> None:
     options = parser.parse_args()
     if options.history is not None and not 0 < options.history < STEPS - 1:
         parser.error(f"--history: 1 to {STEPS - 2}")
+    if options.padding is not None and not options.padded:
+        parser.error("--padding goes with --padded")
     if options.database:
         os.environ["DWF_BENCH_URL"] = options.database  # read by bench/settings.py
     started = time.perf_counter()
