@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,10 +101,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from bench import operations
     from bench.calibration import calibration_line
-    from bench.limits import _none, before_tree
+    from bench.limits import before_tree
 
     with operations.database(), tempfile.NamedTemporaryFile("w", suffix=".json") as targets, \
-            before_tree(options.before) if options.before else _none() as before:
+            before_tree(options.before) if options.before else nullcontext() as before:
         trees = [("this tree", ROOT)] + ([(options.before, before)] if before else [])
         wanted = len(trees) * (options.operations + 2)
         json.dump(started(options.path, wanted), targets)
