@@ -70,8 +70,11 @@ def complete(c: Change, command: Complete) -> None:
     step = c.definition.step(task.step)
     assert step.task is not None
     value = check_input(step, command.input)
-    merged = step.task.merge(dict(c.snap.state), value) if step.task.merge \
-        else {**c.snap.state, step.task.key or step.id: value}
+    if step.task.merge is not None:  # the definition's code: a raise is a hook's failure
+        merged = c.run_hook(step.task.merge, dict(c.snap.state), value, step=step.id,
+                            what=step_hook("merge", step.id))
+    else:
+        merged = {**c.snap.state, step.task.key or step.id: value}
     state = check_state(c.definition.state_schema, merged)
     before = c.snap
     c.set(state=state)  # the step's validate judges the state the input makes
