@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from django.urls import NoReverseMatch, reverse
 from drf_spectacular.utils import (
@@ -64,9 +64,10 @@ from .task_serializers import TaskSerializer
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 
-def _classes(setting: Sequence[str]) -> Sequence[Any]:
-    """Classes of a REST_FRAMEWORK setting: api_settings imports them, its stubs say paths."""
-    return cast("Sequence[Any]", setting)
+def _classes(setting: Sequence[Any]) -> Sequence[Any]:
+    """Classes of a REST_FRAMEWORK setting: api_settings imports them (the stubs before
+    djangorestframework-stubs 3.18.2 say dotted paths; these and newer, classes)."""
+    return setting
 
 
 # -- the views --------------------------------------------------------------------------
