@@ -222,7 +222,8 @@ def replay(events: Iterable[Mapping[str, Any]]) -> Replayed:
     * ``validate``: blocked with errors, running without.
     * ``skip``: running; the step is recorded skipped.
     * ``back``: running; the history's last entry goes, the event's step becomes
-      current and is no longer completed.
+      current; neither it nor the step left is completed (unless the history still
+      holds an earlier visit of the step left).
     * ``state-update``: a blocked instance runs again.
     * ``operation-blocked``: blocked.
     * ``error``: failed, except a compensation's (``data.item``), which leaves the
@@ -260,9 +261,11 @@ def replay(events: Iterable[Mapping[str, Any]]) -> Replayed:
         elif kind == "back":
             if len(r.history) < 2 or r.history[-2] != step:
                 r.problems.append(f"back to {step!r} with history {r.history}")
+            left = r.current_step
             r.status, r.current_step = "running", step
             r.history = r.history[:-1]
-            r.completed_steps = [s for s in r.completed_steps if s != step]
+            r.completed_steps = [s for s in r.completed_steps if s != step
+                                 and (s != left or s in r.history[:-1])]
         elif kind == "state-update":
             if r.status == "blocked":
                 r.status = "running"

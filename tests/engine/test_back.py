@@ -160,17 +160,6 @@ def test_back_from_a_completed_instance_runs_it_again_at_the_previous_step():
     assert (snapshot.status, snapshot.current_step) == ("running", "account")
 
 
-def test_back_from_a_completed_instance_leaves_the_last_step_completed():
-    # As the original: only the step returned to is removed from the completed steps.
-    x, instance = started(wizard("account", "plan"))
-    x.next(instance)
-    x.next(instance)
-
-    x.back(instance)
-
-    assert x.snapshot(instance).completed_steps == ("plan",)
-
-
 def test_back_after_a_cancel_answers_cancelled():
     x, instance = at_third_step()
     x.cancel(instance)

@@ -150,18 +150,31 @@ def refuse_reopening(c: Change) -> str | None:
     return f"{c.name} is completed: going back reopens it"
 
 
+def stop_steps_left(c: Change, left: tuple[str, ...]) -> None:
+    """What the steps gone back from still do stops (their work, the current step's task,
+    wait and run), before ``back`` or ``rewind`` says where it went: the events come in the
+    order things happen. Stopping again finds nothing."""
+    for key in left:
+        stop_work(c, step_left(key), step=key)
+    cancel_task(c, step_left(c.snap.current_step))
+    end_wait(c)
+    c.end_step_run()
+
+
 def step_back(c: Change, *, announce: bool = True) -> str:
     """One step back in the history, once the checks passed: the step left stops its work
     and its task (its child is kept for a return to it), the previous step is current
     again, event ``back`` (unless ``announce`` is False: ``rewind`` says it once), and
     its enter hook runs (not its background work). Returns the step returned to."""
-    stop_work(c, step_left(c.snap.current_step), step=c.snap.current_step)
-    cancel_task(c, step_left(c.snap.current_step))
-    end_wait(c)
-    c.end_step_run()
-    previous = c.snap.history[-2]
-    c.set(status="running", current_step=previous, history=c.snap.history[:-1],
-          completed_steps=tuple(s for s in c.snap.completed_steps if s != previous),
+    left = c.snap.current_step
+    stop_steps_left(c, (left,) if left else ())
+    history = c.snap.history[:-1]
+    previous = history[-1]
+    # Neither the step returned to nor the step left is done now (a completed instance
+    # reopens), unless the history still holds an earlier visit of the step left.
+    done = tuple(s for s in c.snap.completed_steps
+                 if s != previous and (s != left or s in history[:-1]))
+    c.set(status="running", current_step=previous, history=history, completed_steps=done,
           errors=(), completed_at=None)
     if announce:
         c.emit("back", step=previous)

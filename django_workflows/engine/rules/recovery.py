@@ -10,7 +10,7 @@ pauses and resumes as one: from its root, its nested child with it.
 
 ``rewind(step)`` goes back to an earlier step of the history in one command, as
 that many ``back`` would (each step returned to runs its ``enter`` hook), recorded
-as one ``rewind`` event naming the steps left.
+as one ``rewind`` event naming the steps left, after what they still did stopped.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from ..change import Change
 from ..errors import HookFailed, Refused
 from ..held import held_command
 from ..snapshot import FINISHED, HeldInput, PauseSnapshot, WorkflowSnapshot
-from .navigation import not_running, refuse_if_cancelled, refuse_reopening, step_back
+from .navigation import (
+    not_running,
+    refuse_if_cancelled,
+    refuse_reopening,
+    step_back,
+    stop_steps_left,
+)
 from .steps import child_changed, settle
 
 if TYPE_CHECKING:
@@ -141,6 +147,7 @@ def rewind(c: Change, command: Rewind) -> None:
     c.checked(confirm=reopening)
     index = len(history) - 1 - history[::-1].index(command.step, 1)
     left = history[index + 1:][::-1]
+    stop_steps_left(c, left)  # first, as back's work stops before its event
     c.emit("rewind", step=command.step, steps_left=list(left))
     for _ in left:
         step_back(c, announce=False)
