@@ -16,7 +16,18 @@ ALLOWED_HOSTS = ["localhost", "127.0.0.1"]
 USE_TZ = True
 TIME_ZONE = "UTC"
 
-HAS_DJANGO_Q = importlib.util.find_spec("django_q") is not None
+
+def installed(module: str) -> bool:
+    """Whether ``module`` is there to import. False, not an error, when a dotted name's parent
+    package is missing too (find_spec imports the parent first: opentelemetry for
+    opentelemetry.sdk), as in a .venv with only the extras ./scripts/demo installs."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+HAS_DJANGO_Q = installed("django_q")
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
@@ -33,7 +44,7 @@ if HAS_DJANGO_Q:
 
 # The REST API at /api/ (the [api] extra), its OpenAPI schema at /api/schema/ and
 # Swagger UI at /api/docs/, served from drf-spectacular-sidecar: no CDN needed.
-HAS_API = importlib.util.find_spec("rest_framework") is not None
+HAS_API = installed("rest_framework")
 if HAS_API:
     INSTALLED_APPS += ["rest_framework", "rest_framework.authtoken", "django_filters",
                        "drf_spectacular", "drf_spectacular_sidecar"]
@@ -193,8 +204,8 @@ if HAS_DJANGO_Q:
 # Prometheus metrics at /metrics and OpenTelemetry traces, each when its extra is installed
 # (docs/observability.md). A scraper sends "Authorization: Bearer $METRICS_TOKEN"; a
 # signed-in operator may read the page too. DWF_TRACES=console prints the spans.
-HAS_METRICS = importlib.util.find_spec("prometheus_client") is not None
-HAS_OTEL = importlib.util.find_spec("opentelemetry.sdk") is not None
+HAS_METRICS = installed("prometheus_client")
+HAS_OTEL = installed("opentelemetry.sdk")
 DJANGO_WORKFLOWS = {"METRICS": HAS_METRICS, "TRACING": HAS_OTEL,
                     "METRICS_TOKEN": os.environ.get("METRICS_TOKEN") or None}
 if HAS_OTEL and os.environ.get("DWF_TRACES") == "console":
