@@ -59,16 +59,19 @@ def describe(instance: WorkflowInstance) -> str:
     return f"{instance.get_status_display().lower()}{where}"
 
 
-def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance
+def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance,
+             commands: list[type[engine.PersonCommand]] | None = None
              ) -> dict[str, engine.Verdict]:
-    """What each command (and ``update_state``) would answer now for this user."""
+    """What each command (and ``update_state``), or each of ``commands``, would answer now
+    for this user."""
+    names = [c.name for c in commands] if commands is not None else list(engine.COMMANDS)
     if not model_admin.has_change_permission(request, instance):
         refused = engine.Verdict(False, "permission_denied", NO_CHANGE_PERMISSION)
-        return dict.fromkeys(engine.COMMANDS, refused)
+        return dict.fromkeys(names, refused)
     try:
-        return services.applies(instance, user=request.user)
+        return services.applies(instance, user=request.user, commands=commands)
     except WorkflowError as error:  # e.g. its workflow is not registered
-        return dict.fromkeys(engine.COMMANDS, engine.Verdict(False, "error", str(error)))
+        return dict.fromkeys(names, engine.Verdict(False, "error", str(error)))
 
 
 def _button(declared: type[engine.PersonCommand], verdict: engine.Verdict,
@@ -148,42 +151,3 @@ def run_command(model_admin: Any, request: HttpRequest, instance: WorkflowInstan
     now = WorkflowInstance.objects.filter(pk=moved.pk).only("status", "current_step").first()
     return Result(True, f"{label}: done; the instance is now {describe(now or moved)}.",
                   messages.SUCCESS)
-
-
-BULK_NAMED = 5  # instances named in a message of a bulk action; the rest are counted
-
-
-def run_bulk(model_admin: Any, request: HttpRequest, instances: list[WorkflowInstance],
-             name: str) -> None:
-    """Run ``name`` on every instance (each judged as ``request.user`` by the services);
-    one message for the moved, and one per reason the others did not move, naming them."""
-    label = engine.ACTIONS[name].label
-    moved = 0
-    refused: dict[tuple[int, str], list[WorkflowInstance]] = {}
-    for instance in instances:
-        result = run_command(model_admin, request, instance, name)
-        if result.moved:
-            moved += 1
-        else:
-            refused.setdefault((result.level, result.text), []).append(instance)
-    if moved:
-        model_admin.message_user(
-            request, f"{label}: {moved} instance{'s' if moved != 1 else ''} moved.",
-            messages.SUCCESS)
-    elif not instances:
-        model_admin.message_user(request, f"{label}: no instances selected.", messages.WARNING)
-    for (level, text), group in refused.items():
-        model_admin.message_user(request, _refused_together(text, group), level)
-
-
-def _short(instance: WorkflowInstance) -> str:
-    return f"{instance.workflow} {str(instance.pk)[:8]}…"
-
-
-def _refused_together(text: str, group: list[WorkflowInstance]) -> str:
-    """One reason and the instances it kept from moving (the first few named)."""
-    if len(group) == 1:
-        return f"{_short(group[0])}: {text}"
-    named = ", ".join(_short(instance) for instance in group[:BULK_NAMED])
-    more = f" and {len(group) - BULK_NAMED} more" if len(group) > BULK_NAMED else ""
-    return f"{len(group)} instances not moved: {text} ({named}{more})"

@@ -7,7 +7,6 @@ engine's fields.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django.contrib import admin, messages
@@ -19,9 +18,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from .. import engine, registry, services
-from ..conf import workflow_settings
 from ..exceptions import InvalidState, NotAllowed, StaleRevision, StateTooLarge, WorkflowError
 from ..models import WorkflowEvent, WorkflowInstance
+from .bulk import bulk_action
 from .changelist import (
     CurrentStepFilter,
     EstimatedCountPaginator,
@@ -31,7 +30,7 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import buttons, operation_buttons, run_bulk, run_command, verdicts
+from .commands import buttons, operation_buttons, run_command, verdicts
 from .forms import (
     CreateInstanceForm,
     StateForm,
@@ -54,23 +53,6 @@ from .request_limits import csrf_protect_within_limits, post_limit_problem
 from .sweep_banner import SweepBanner
 from .waiting import SignalForm, send_signal, waiting_context
 from .workflow_page import period_of, workflow_page_context
-
-
-@cache
-def _bulk_action(name: str, label: str) -> Any:
-    def action(model_admin: WorkflowInstanceAdmin, request: HttpRequest, queryset: Any) -> None:
-        limit = int(workflow_settings.ADMIN_BULK_LIMIT)
-        instances = list(queryset[: limit + 1])
-        if len(instances) > limit:
-            model_admin.message_user(
-                request, f"{label}: select at most {limit} instances at once; "
-                         "nothing was done.", messages.ERROR)
-            return
-        run_bulk(model_admin, request, instances, name)
-
-    action.__name__ = f"{name}_selected"
-    return admin.action(description=f"{label}: selected instances",
-                        permissions=["change"])(action)
 
 
 @admin.register(WorkflowInstance)
@@ -100,8 +82,9 @@ class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
 
     @property  # read when the changelist is drawn: the commands as declared then
     def actions(self) -> list[Any]:  # type: ignore[override]
-        """A bulk action per declared command that needs nothing but the instance."""
-        return [_bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()
+        """A bulk action per declared command that needs nothing but the instance (those
+        that undo work ask first: ``bulk.py``)."""
+        return [bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()
                 if not any(taken.required for taken in declared.inputs())]
 
     # -- the changelist ---------------------------------------------------------------

@@ -76,7 +76,7 @@ def test_bulk_retry_runs_failed_work_again(root_client, django_capture_on_commit
 def test_bulk_cancel_cancels_every_selected_instance(root_client):
     instances = [WorkflowInstanceFactory(started=True) for _ in range(2)]
 
-    bulk(root_client, "cancel", *instances)
+    bulk(root_client, "cancel", *instances, post="yes")  # "Yes, I'm sure" (it asks first)
 
     assert [status for status, _ in statuses(*instances)] == ["cancelled"] * 2
 
@@ -87,7 +87,7 @@ def test_bulk_rollback_undoes_every_selected_instance(root_client,
                  for _ in range(2)]
 
     with django_capture_on_commit_callbacks(execute=True):
-        bulk(root_client, "rollback", *instances)
+        bulk(root_client, "rollback", *instances, post="yes")  # "Yes, I'm sure"
 
     assert statuses(*instances) == [("idle", "")] * 2
 

@@ -54,10 +54,10 @@ def act(client, instance, name, **fields):
     return response
 
 
-def bulk(client, name, *instances):
+def bulk(client, name, *instances, **extra):
     response = client.post(changelist_url(), {
         "action": f"{name}_selected", "_selected_action": [str(i.pk) for i in instances],
-        "index": "0"}, follow=True)
+        "index": "0", **extra}, follow=True)
     assert response.status_code == 200
     return response
 
@@ -263,7 +263,7 @@ def test_bulk_cancel_cancels_paused_instances_too(root_client):
     services.pause(paused)
     running = WorkflowInstanceFactory(workflow="admin-order", started=True)
 
-    bulk(root_client, "cancel", paused, running)
+    bulk(root_client, "cancel", paused, running, post="yes")  # "Yes, I'm sure"
 
     assert [reload(i).status for i in (paused, running)] == ["cancelled", "cancelled"]
 
