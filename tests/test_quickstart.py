@@ -1,31 +1,39 @@
 """A newcomer follows docs/quickstart.md to the letter, in a new folder, block by block.
 
-The blocks are read from the page itself, so the test breaks when the page does. Each
-block says what it is in its first line, and the test does with it what a reader does:
+The newcomer has a fresh clone of this repository (its HEAD: commit a change to the page
+or the package before this test can see it), a new virtual environment, active in their
+shell, and nothing else: no extra installed but those the page's ``pip install`` lines
+name, none of this test run's settings. The blocks are read from the clone's page, so the
+test breaks when the page does. Each block says what it is in its first line, and the test
+does with it what a reader does:
 
-* a ``sh`` block's lines are run; ``pip install`` is checked instead (the extras it names
-  must be installed in this interpreter, which the project uses), ``qcluster`` and
-  ``runserver`` are started and left running (the server on a free port, not 8000),
-  ``db_worker`` (the Tasks framework's section) is started in the place of the ``qcluster``,
-  which the page says to stop first, and ``createsuperuser`` is answered through its
-  ``DJANGO_SUPERUSER_*`` variables;
-* ``# path`` writes that file, ``# path (add to the end)`` appends to it, and
-  ``# python manage.py shell`` is typed into the shell;
+* a ``sh`` block's lines are run, ``pip install -e "path/to/clone[...]"`` with the clone's
+  path; ``qcluster`` and ``runserver`` are started and left running (the server on a free
+  port, not 8000), ``db_worker`` (the Tasks framework's section) is started in the place
+  of the ``qcluster``, which the page says to stop first, and ``createsuperuser`` is
+  answered through its ``DJANGO_SUPERUSER_*`` variables;
+* ``# path`` writes that file, ``# path (add to the end)`` appends to it,
+  ``# python manage.py shell`` is typed into the shell, and
+  ``# python manage.py shell, only if the step timed out`` only when it did;
 * an ``http`` request is sent to the server as the superuser, with the token
   ``drf_create_token`` printed, and the ``json``
   block after it is the part of the answer that must come back: a ``GET`` is asked again
   until it does (the worker runs meanwhile), any other request must answer it at once.
 
+The reader takes their time: before each worker the page starts (while they open a
+terminal for it), a day passes, as the worker's sweep sees it when it comes
+(``services.sweep(now=...)``), and nothing the page did may have a deadline that falls due
+then. A second reader forgets the worker until a day later, and recovers as the page says.
+
 Real processes throughout: ``django-admin startproject``, ``migrate``, a ``qcluster``, a
-``runserver`` and a ``db_worker``, with this test run's interpreter, stopped in the end
-whatever happened.
+``runserver`` and a ``db_worker``, with the new environment's interpreter, stopped in the
+end whatever happened.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.cookiejar
-import importlib.metadata
 import json
 import os
 import re
@@ -44,16 +52,33 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-pytestmark = [pytest.mark.slow, pytest.mark.needs_api, pytest.mark.needs_q2]
+from tests.fresh_clone import fresh_clone, newcomers_environment
 
-ROOT = Path(__file__).resolve().parents[1]
-QUICKSTART = ROOT / "docs" / "quickstart.md"
-DISTRIBUTION = "django-durable-workflows"
+# needs_api, needs_q2: the pass without extras leaves it out (the newcomer's environment
+# gets its extras from the page, not from this run's interpreter). A new environment and
+# pip's installs into it take a minute more than the page's commands.
+pytestmark = [pytest.mark.slow, pytest.mark.needs_api, pytest.mark.needs_q2,
+              pytest.mark.timeout(600)]
+
+PAGE = Path("docs") / "quickstart.md"  # in the clone
+CLONE_ON_THE_PAGE = "path/to/clone"
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 APPEND = " (add to the end)"
+SHELL = "# python manage.py shell"
+IF_TIMED_OUT = "# python manage.py shell, only if the step timed out"
 DEADLINE = 30  # seconds for the worker, and for a server to answer
+A_DAY = 24 * 3600  # how long a reader may take to open a terminal for a worker
 SUPERUSER = {"DJANGO_SUPERUSER_USERNAME": "admin", "DJANGO_SUPERUSER_EMAIL": "admin@example.com",
              "DJANGO_SUPERUSER_PASSWORD": "a long quickstart password"}
+# What the worker's sweep does when it comes ``seconds`` from now; what it did, as JSON.
+SWEEP_LATER = """
+import json
+from datetime import timedelta
+from django.utils import timezone
+from django_workflows import services
+report = services.sweep(now=timezone.now() + timedelta(seconds={seconds}))
+print(json.dumps({{"fired": report.fired, "report": str(report), "moved": bool(report)}}))
+"""
 
 
 def code_blocks(page: Path) -> list[tuple[str, str]]:
@@ -64,24 +89,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def missing_from_extras(extras: list[str]) -> list[str]:
-    """What ``pip install ...[extras]`` would install and this interpreter lacks."""
-    from packaging.requirements import Requirement
-
-    declared = importlib.metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
-    missing = [f"the extra [{extra}] (not declared)" for extra in extras if extra not in declared]
-    for text in importlib.metadata.requires(DISTRIBUTION) or []:
-        requirement = Requirement(text)
-        if requirement.marker is None or not any(
-                requirement.marker.evaluate({"extra": extra}) for extra in extras):
-            continue
-        try:
-            importlib.metadata.version(requirement.name)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(requirement.name)
-    return missing
 
 
 def contains(answer: Any, expected: Any) -> bool:
@@ -95,15 +102,35 @@ def contains(answer: Any, expected: Any) -> bool:
     return answer == expected
 
 
-class Newcomer:
-    """Someone with a new folder, a terminal, this page and nothing else."""
+@pytest.fixture(scope="module")
+def newcomers_setup(tmp_path_factory) -> tuple[Path, Path]:
+    """A fresh clone and a new, empty virtual environment: (clone, environment)."""
+    if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        # The quickstart's project has its own SQLite database whatever this run's is, and a
+        # new environment costs a minute: once per run, in the SQLite pass.
+        pytest.skip("The quickstart's project has its own SQLite database: it runs in the "
+                    "SQLite pass")
+    place = tmp_path_factory.mktemp("newcomer")
+    clone = fresh_clone(place / "clone")
+    made = subprocess.run([sys.executable, "-m", "venv", str(place / "venv")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, f"python -m venv failed:\n{made.stderr}"
+    return clone, place / "venv"
 
-    def __init__(self, root: Path) -> None:
+
+class Newcomer:
+    """Someone with a new folder, a terminal, a fresh clone, an active virtual environment,
+    this page and nothing else."""
+
+    def __init__(self, root: Path, clone: Path, venv: Path, *,
+                 forgets_the_worker: bool = False) -> None:
+        root.mkdir()
         self.root = root
-        # Nothing of this test run's own configuration: only its interpreter, first on PATH.
-        self.env = {key: value for key, value in os.environ.items()
-                    if not key.startswith(("DWF_", "PYTEST_", "DJANGO_", "DATABASE_URL"))}
-        self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env['PATH']}"
+        self.clone = clone
+        self.env = newcomers_environment()
+        self.env.update(VIRTUAL_ENV=str(venv),  # as `source venv/bin/activate` makes it
+                        PATH=f"{venv / 'bin'}{os.pathsep}{self.env['PATH']}")
+        self.forgets_the_worker = forgets_the_worker
         self.background: list[tuple[subprocess.Popen, Path, bool]] = []
         self.url = ""
         self.id = ""  # the instance the HTTP requests are about
@@ -112,10 +139,15 @@ class Newcomer:
 
     # -- the terminal ------------------------------------------------------------------------
 
+    def attempt(self, command: str, stdin: str | None = None, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess:
+        return subprocess.run(command, shell=True, cwd=self.root,
+                              env={**self.env, **(env or {})}, input=stdin,
+                              capture_output=True, text=True, timeout=240)
+
     def run(self, command: str, stdin: str | None = None, env: dict[str, str] | None = None
             ) -> str:
-        done = subprocess.run(command, shell=True, cwd=self.root, env={**self.env, **(env or {})},
-                              input=stdin, capture_output=True, text=True, timeout=180)
+        done = self.attempt(command, stdin, env)
         assert done.returncode == 0, (
             f"`{command}` failed ({done.returncode}):\n{stdin or ''}\n{done.stdout}\n"
             f"{done.stderr}{self.logs()}")
@@ -156,27 +188,50 @@ class Newcomer:
         if which is not None:  # stopped as the page says: not a process that died
             self.background = [entry for entry in self.background if entry not in stopping]
 
+    def sweep_later(self, seconds: float) -> dict[str, Any]:
+        """What the sweep of a worker started ``seconds`` from now does first."""
+        return json.loads(self.run("python manage.py shell",
+                                   stdin=SWEEP_LATER.format(seconds=seconds)).splitlines()[-1])
+
+    def start_worker(self, command: str, **options: bool) -> None:
+        """The reader opens a terminal for the worker, which takes them a day; the worker's
+        sweep then finds nothing of the page's fallen due."""
+        swept = self.sweep_later(A_DAY)
+        assert not swept["moved"], (
+            f"`{command}`, started a day after the blocks before it, finds {swept['report']}: "
+            f"the page gives work a deadline before it starts the worker, so a reader's pace "
+            f"fails it{self.logs()}")
+        self.start(command, **options)
+
     # -- what a block asks for ----------------------------------------------------------------
 
     def shell_line(self, line: str) -> None:
         words = shlex.split(line, comments=True)
         if not words:
             return
-        command = shlex.join(words)  # without its comment
         if words[:2] == ["pip", "install"]:
             extras = [extra for word in words[2:]
                       for extra in re.findall(r"\[([^\]]+)\]", word)[-1:]]
             extras = [name.strip() for group in extras for name in group.split(",")]
             assert extras, f"`{line}`: which extras?"
-            assert missing_from_extras(extras) == [], f"`{line}` would install these"
+            assert any(word.startswith(CLONE_ON_THE_PAGE + "[") for word in words), (
+                f"`{line}`: installs from where? (the test puts its clone at "
+                f"{CLONE_ON_THE_PAGE})")
+            words = [word.replace(CLONE_ON_THE_PAGE, str(self.clone), 1) for word in words]
+            self.run(shlex.join(words))
             self.did.append(f"pip install [{','.join(extras)}]")
-        elif words[-1] == "qcluster":
-            self.start(command, stops_its_children=True)
+            return
+        command = shlex.join(words)  # without its comment
+        if words[-1] == "qcluster":
+            if self.forgets_the_worker:
+                self.did.append("qcluster (forgotten)")
+                return
+            self.start_worker(command, stops_its_children=True)
             self.did.append("qcluster")
         elif words[-1] == "db_worker":
             assert "qcluster" in self.did, "db_worker in the place of which qcluster?"
             self.stop("qcluster")  # "Stop the qcluster (Ctrl-C in its terminal)"
-            self.start(command)
+            self.start_worker(command)
             self.did.append("db_worker")
         elif words[-1] == "runserver":
             port = free_port()
@@ -197,9 +252,13 @@ class Newcomer:
 
     def file(self, language: str, code: str) -> None:
         first = code.splitlines()[0]
-        if first == "# python manage.py shell":
+        if first == SHELL:
             self.run("python manage.py shell", stdin=code)
             self.did.append("shell")
+            return
+        if first == IF_TIMED_OUT:
+            # Only after a check that said so: that check passed, or the test stopped there.
+            self.did.append("retry (nothing timed out)")
             return
         name = first[2:]
         if name.endswith(APPEND):
@@ -288,7 +347,7 @@ def with_group(group: int, sig: int) -> None:
 
 
 def follow(newcomer: Newcomer, blocks: list[tuple[str, str]]) -> None:
-    """Every block of the page, in order."""
+    """These blocks of the page, in order."""
     position = 0
     while position < len(blocks):
         language, code = blocks[position]
@@ -308,13 +367,12 @@ def follow(newcomer: Newcomer, blocks: list[tuple[str, str]]) -> None:
                                  f"block; say what it is in its first line:\n{code}")
 
 
-def test_a_newcomer_follows_the_quickstart_to_the_letter(tmp_path):
-    if not settings.DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-        pytest.skip("The quickstart's project has its own SQLite database, whatever this run's "
-                    "is: it runs in the SQLite pass")
-    newcomer = Newcomer(tmp_path)
+def test_a_newcomer_follows_the_quickstart_to_the_letter_at_their_own_pace(
+        newcomers_setup, tmp_path):
+    clone, venv = newcomers_setup
+    newcomer = Newcomer(tmp_path / "project", clone, venv)
     try:
-        follow(newcomer, code_blocks(QUICKSTART))
+        follow(newcomer, code_blocks(clone / PAGE))
 
         # What the page says is there, without a block of its own.
         assert newcomer.call("GET", "/api/schema/?format=json", {})[1]["openapi"] \
@@ -333,9 +391,45 @@ def test_a_newcomer_follows_the_quickstart_to_the_letter(tmp_path):
                  "pip install [pytest]", "pytest", "pip install [tasks]", "db_worker"):
         assert step in newcomer.did, f"the page no longer says to do {step}: {newcomer.did}"
     assert newcomer.did.count("POST /api/instances/<id>/next/") == 3
+    # The worker runs before the first step with background work is entered.
+    assert newcomer.did.index("qcluster") < newcomer.did.index("shell")
     # The Tasks section's operation ran as a Task of the database backend, in db_worker
     # (the qcluster was stopped before it was handed out).
     ran = newcomer.run("python manage.py shell -c \"from django_tasks_db.models import "
                        "DBTaskResult; print(DBTaskResult.objects.filter(task_path__endswith="
                        "'.run_attempt', status='SUCCESSFUL').count())\"")
     assert ran.split()[-1] == "1", f"db_worker ran {ran.split()[-1]} attempts"
+
+
+def test_a_reader_who_starts_the_worker_a_day_late_retries_the_step_as_the_page_says(
+        newcomers_setup, tmp_path):
+    clone, venv = newcomers_setup
+    page = (clone / PAGE).read_text()
+    blocks = code_blocks(clone / PAGE)
+    retry = next((position for position, (_, code) in enumerate(blocks)
+                  if code.startswith(IF_TIMED_OUT)), None)
+    assert retry is not None, f"the page says nowhere what to do when a step timed out " \
+                              f"(a block starting {IF_TIMED_OUT!r})"
+    check = blocks[retry - 1][1]
+    assert check.startswith(SHELL), "the page has no check before its retry"
+    reader = Newcomer(tmp_path / "project", clone, venv, forgets_the_worker=True)
+    try:
+        follow(reader, blocks[:retry - 1])  # up to the check, without the worker
+        assert "qcluster (forgotten)" in reader.did
+
+        # A day later, the reader starts the worker, whose sweep fires what fell due.
+        swept = reader.sweep_later(A_DAY)
+        assert swept["fired"] == 1, f"a day later the sweep found {swept['report']}"
+        reader.start("python manage.py qcluster", stops_its_children=True)
+        # The page's check says what happened, in the words the page tells the reader.
+        refused = reader.attempt("python manage.py shell", stdin=check)
+        assert refused.returncode != 0, "the check passed a step that timed out"
+        said = re.search(r"If the check says `([^`]+)`", page)
+        assert said, "the page does not say what the check says when the step timed out"
+        assert f"AssertionError: still failed at provision: {said[1]}" in refused.stderr, \
+            refused.stderr
+
+        reader.file("python", blocks[retry][1].replace(IF_TIMED_OUT, SHELL, 1))
+        reader.run("python manage.py shell", stdin=check)  # passes now
+    finally:
+        reader.stop()
