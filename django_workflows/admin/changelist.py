@@ -13,9 +13,8 @@ import re
 import uuid
 from typing import Any
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -26,6 +25,7 @@ from django.utils.functional import cached_property
 from .. import registry
 from ..conf import workflow_settings
 from ..models import Deadline, TaskStatus, WorkflowEvent, WorkflowTask
+from .storable_lookups import StorableLookupsChangeList
 
 # The owner filter lists users by name only when there are at most this many.
 OWNER_CHOICES_LIMIT = 20
@@ -65,25 +65,6 @@ class EstimatedCountPaginator(Paginator):
             return queryset.count()
         self.estimated = True
         return max(estimate, bounded)
-
-
-class StorableLookupsChangeList(ChangeList):
-    """A filter value no column can hold is a bad lookup (``?e=1``), as Django's own are.
-
-    PostgreSQL's text refuses NUL characters with an error when the page is counted;
-    Django's filters pass any value through, so it is refused here first. A value that
-    is merely unknown (``?status__exact=bogus``) lists nothing, as Django's filters do.
-    """
-
-    def get_filters(self, request: Any) -> Any:
-        found = super().get_filters(request)  # Django refuses lookups it does not allow first
-        for name, values in self.get_filters_params().items():
-            if any("\x00" in value for value in values):
-                # Django's redirect to ?e=1 says nothing itself: the next page shows why.
-                messages.error(request, f"The filter {name} cannot hold NUL characters; the "
-                                        "list is shown unfiltered.", fail_silently=True)
-                raise IncorrectLookupParameters(f"{name}: NUL characters are not allowed")
-        return found
 
 
 class InstanceChangeList(StorableLookupsChangeList):

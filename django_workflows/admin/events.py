@@ -26,7 +26,8 @@ from ..engine import EVENT_TYPES
 from ..engine.messages import INTERRUPTED_OPERATION
 from ..graph.timeline import Titles, span_words
 from ..models import Attempt, WorkflowEvent
-from .changelist import EstimatedCountPaginator, StorableLookupsChangeList
+from .changelist import EstimatedCountPaginator
+from .storable_lookups import StorableLookupsAdmin
 from .timeline import titles_of
 from .waiting import when
 
@@ -328,7 +329,7 @@ class EventTypeFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowEvent)
-class WorkflowEventAdmin(admin.ModelAdmin):
+class WorkflowEventAdmin(StorableLookupsAdmin, admin.ModelAdmin):
     list_display = ("sequence", "type", "instance_link", "what_happened", "actor", "revision",
                     "created_at")
     list_filter = (EventTypeFilter,)
@@ -342,9 +343,6 @@ class WorkflowEventAdmin(admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     paginator = EstimatedCountPaginator
     actions = None
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type:
-        return StorableLookupsChangeList
 
     def get_queryset(self, request: HttpRequest) -> Any:
         # The instance link needs the workflow's id, not a copy of the state on every row.

@@ -50,13 +50,14 @@ from .pages import (
 )
 from .recovery import recovery_context, status_badge
 from .request_limits import csrf_protect_within_limits, post_limit_problem
+from .storable_lookups import StorableLookupsAdmin
 from .sweep_banner import SweepBanner
 from .waiting import SignalForm, send_signal, waiting_context
 from .workflow_page import period_of, workflow_page_context
 
 
 @admin.register(WorkflowInstance)
-class WorkflowInstanceAdmin(SweepBanner, admin.ModelAdmin):
+class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
     list_display = ("short_id", "reference", "workflow_title", "status_badge",
                     "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)

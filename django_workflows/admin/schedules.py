@@ -23,6 +23,7 @@ from .. import registry, services
 from ..exceptions import WorkflowError
 from ..models import WorkflowSchedule
 from ..services.schedules import may_pause, runs_of, sync_schedules
+from .storable_lookups import StorableLookupsAdmin
 from .sweep_banner import SweepBanner
 
 CHANGELIST = "admin:django_workflows_workflowschedule_changelist"
@@ -78,7 +79,7 @@ def resume_selected(model_admin: WorkflowScheduleAdmin, request: HttpRequest,
 
 
 @admin.register(WorkflowSchedule)
-class WorkflowScheduleAdmin(SweepBanner, admin.ModelAdmin):
+class WorkflowScheduleAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
     list_display = ("id", "workflow_title", "timing", "state_badge", "buttons", "last_due",
                     "next_due", "runs", "skipped_count")
     list_display_links = ("id",)
@@ -211,8 +212,10 @@ class WorkflowScheduleAdmin(SweepBanner, admin.ModelAdmin):
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):  # before the id is read
+            raise PermissionDenied
         sync_schedules()
-        row = self.get_queryset(request).filter(pk=unquote(object_id)).first()
+        row = self.get_object(request, unquote(object_id))
         context = {**(extra_context or {}), "dwf_schedule": row,
                    "dwf_may_pause": may_pause(request.user) and row is not None}
         if row is not None:

@@ -29,6 +29,7 @@ from ..queries import form_of
 from ..services.access import acting_on_tasks, visible_tasks
 from .changelist import EstimatedCountPaginator, as_typed, search_instances
 from .pages import change_url
+from .storable_lookups import StorableLookupsAdmin
 from .sweep_banner import SweepBanner
 from .task_forms import form_for, input_from
 
@@ -62,7 +63,7 @@ class ScopeFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowTask)
-class WorkflowTaskAdmin(SweepBanner, admin.ModelAdmin):
+class WorkflowTaskAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
     list_display = ("task_title", "workflow_title", "instance_link", "owner", "root_link",
                     "step", "due", "claimed_by", "status")
     list_display_links = ("task_title",)
