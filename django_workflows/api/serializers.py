@@ -106,7 +106,7 @@ class ErrorSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.CharField()), required=False,
         help_text="Input errors: each bad field's dotted name and its messages.")
     id = serializers.UUIDField(required=False, help_text="`reference_taken`: the instance "
-                               "that has the reference.")
+                               "that has the reference, if you may see it (else no `id`).")
 
 
 # -- instances -----------------------------------------------------------------------

@@ -21,8 +21,10 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from .. import engine, registry, services
+from ..exceptions import InstanceNotFound, ReferenceTaken, WorkflowNotMoved
 from ..models import WorkflowEvent, WorkflowInstance, WorkflowTask
 from ..queries import live_attempts
+from ..services import access
 from ..services.idempotency import fingerprint_of
 from .commands import CommandActions, command_body
 from .errors import JSONErrors
@@ -133,6 +135,18 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
         return Response(WorkflowDetailSerializer(definition).data)
 
 
+def sees(user: Any, instance_id: str) -> bool:
+    """Whether ``user`` may see the instance ``instance_id`` (the access rule for "view"),
+    so that an answer may name it."""
+    instance = WorkflowInstance.objects.filter(pk=instance_id).first()
+    if instance is None:
+        return False
+    try:
+        return access.refusal(user, instance, access.VIEW) is None
+    except InstanceNotFound:
+        return False
+
+
 @extend_schema_view(
     list=described(summary="Instances you may see", responses={
         200: InstanceSerializer(many=True), 400: error_response("A bad filter value."),
@@ -147,7 +161,7 @@ class WorkflowViewSet(WorkflowsAPIView, viewsets.ViewSet):
                         "(`invalid_state`, `fields` names each field)."),
             **NOT_ALLOWED,
             409: error_response("Another instance of the workflow has that `reference` "
-                                "(`reference_taken`; `id` names it)."),
+                                "(`reference_taken`; `id` names it if you may see it)."),
             413: error_response("The state (or the body) is larger than the limit."),
             422: error_response("The Idempotency-Key was already used for a different request.")}),
 )
@@ -228,9 +242,16 @@ class InstanceViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet)
         serializer = CreateInstanceSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        instance = services.create(data["workflow"], state=data.get("state"),
-                                   start=data["start"], reference=data.get("reference"),
-                                   user=request.user, idempotency_key=idempotency_key(request))
+        try:
+            instance = services.create(data["workflow"], state=data.get("state"),
+                                       start=data["start"], reference=data.get("reference"),
+                                       user=request.user,
+                                       idempotency_key=idempotency_key(request))
+        except ReferenceTaken as taken:
+            if sees(request.user, taken.existing):
+                raise
+            # Taken, but by an instance that is as if it did not exist: no id.
+            raise WorkflowNotMoved(taken.reason, taken.code) from None
         return self.answer(instance, status.HTTP_201_CREATED)
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
