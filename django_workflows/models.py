@@ -464,10 +464,13 @@ class TaskCandidate(models.Model):
 
 
 class SignalStatus(models.TextChoices):
-    KEPT = "kept", _("Kept")  # no step waited for it yet
+    KEPT = "kept", _("Kept")  # no step waited for it yet (or one was busy: handed over soon)
     TAKEN = "taken", _("Taken")  # a waiting step took it
+    HELD = "held", _("Held")  # a paused instance holds it until it resumes
     EXPIRED = "expired", _("Expired")  # kept longer than SIGNAL_RETENTION
-    REFUSED = "refused", _("Refused")  # the step that would take it found its payload wrong
+    # Kept, then refused by the instance that would take it: its sender may no longer send
+    # it there, or its payload breaks the step's or the state's schema (``detail`` says).
+    REFUSED = "refused", _("Refused")
 
 
 class WorkflowSignal(models.Model):
@@ -495,12 +498,16 @@ class WorkflowSignal(models.Model):
     payload = models.JSONField(_("payload"), null=True, blank=True)
     sender = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("sender"), null=True,
                                blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The sender's username when it was sent; "" for code that sent it without a user (it is
+    # trusted). A kept signal whose sender was deleted since is not taken for code's own.
+    sender_name = models.CharField(_("sender's name"), max_length=150, blank=True, default="")
     status = models.CharField(_("status"), max_length=20, choices=SignalStatus.choices,
                               default=SignalStatus.KEPT)
     # The instances that took it (one, or every one waiting for its correlation).
     taken_by = models.JSONField(_("taken by"), default=list, blank=True)
     received_at = models.DateTimeField(_("received"), default=timezone.now)
     taken_at = models.DateTimeField(_("taken"), null=True, blank=True)
+    detail = models.TextField(_("detail"), blank=True, default="")  # why it was refused
 
     class Meta:
         verbose_name = _("signal")

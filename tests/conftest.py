@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests import dbutil
+from tests.signal_workflows import signal_workflows  # noqa: F401 - a fixture for every test
 
 # Per marker, why its tests are skipped in this run (None: they run).
 _database_skips: dict[str, str] = {}

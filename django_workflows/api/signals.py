@@ -79,7 +79,8 @@ class SendSignalSerializer(serializers.Serializer):
 
 @extend_schema_field({"type": "string", "enum": list(SignalStatus.values), "description": (
     "`taken` by the instances that waited for it, `kept` for a step that will wait for it, "
-    "`expired` (kept longer than SIGNAL_RETENTION), `refused`.")})
+    "`held` by a paused instance until it resumes, `expired` (kept longer than "
+    "SIGNAL_RETENTION), `refused` (kept, then refused by the instance that would take it).")})
 class SignalStatusField(serializers.CharField):
     pass
 
@@ -152,9 +153,9 @@ class SignalView(WorkflowsAPIView, APIView):
             message_id=data.get("message_id"), user=request.user)
         headers = {"Idempotent-Replayed": "true"} if sent.repeated else {}
         if sent.signal.status == SignalStatus.REFUSED:  # a repeat: the first was refused
+            why = sent.signal.detail or "the instance it was for no longer waited for it"
             return Response(error_body(f'The signal "{sent.signal.name}" with this message id '
-                                       "was refused: the instance it was for no longer "
-                                       "waited for it. Nothing changed.", "not_waiting"),
+                                       f"was refused ({why}). Nothing changed.", "not_waiting"),
                             status=status.HTTP_409_CONFLICT, headers=headers)
         order = {pk: index for index, pk in enumerate(sent.signal.taken_by)}
         taken = sorted(sent.taken_by, key=lambda row: order.get(str(row.pk), len(order)))

@@ -35,8 +35,9 @@ class Env:
     user: Any = None
     resolve: Callable[[str], Workflow] | None = None  # a workflow by id, for nested="id"
     actor: str | None = None  # who acts, as the service names them (a user's id): tasks record it
-    # The oldest signal kept for a step that starts waiting: (instance id, name, correlation).
-    kept_signal: Callable[[str, str, str | None], KeptSignal | None] = lambda *_: None
+    # The oldest signal kept for a step that starts waiting, whose sender may send it there:
+    # (instance id, step id, signal name, correlation).
+    kept_signal: Callable[[str, str, str, str | None], KeptSignal | None] = lambda *_: None
 
 
 @dataclass

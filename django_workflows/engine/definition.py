@@ -385,6 +385,7 @@ class Workflow:
                         f'{what}: step "{step.id}": duplicate operation id "{operation.id}"',
                         "duplicate_id")
                 operations[operation.id] = operation
+        _check_fan_outs(steps, what)
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         for flag in ("nested_only", "reopen_completed"):
@@ -436,6 +437,20 @@ class Workflow:
             if found:
                 return found
         return None
+
+
+def _check_fan_outs(steps: Iterable[Step], what: str) -> None:
+    """The steps that wait for one signal agree on its fan-out: a delivery reaches a
+    workflow's instances one way, whichever step they wait in."""
+    declared: dict[str, str] = {}
+    for step in steps:
+        if step.wait is None or step.wait.kind != "signal":
+            continue
+        name, fan_out = getattr(step.wait, "name"), getattr(step.wait, "fan_out")  # noqa: B009
+        if declared.setdefault(name, fan_out) != fan_out:
+            raise DefinitionError(f'{what}: the steps that wait for signal "{name}" declare '
+                                  f'fan_out "{declared[name]}" and "{fan_out}": give them one',
+                                  "fan_out_differs")
 
 
 def _unique(ids: Iterable[str], what: str) -> None:

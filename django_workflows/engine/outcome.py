@@ -89,7 +89,8 @@ class SaveTask:
 
 @dataclass(frozen=True)
 class KeptSignal:
-    """A signal that arrived before its step waited, as the service found it kept."""
+    """A signal that arrived before its step waited, as the service found it kept (and
+    found its sender allowed to send it to this instance)."""
 
     id: Any  # its row's key
     payload: Any
@@ -97,14 +98,20 @@ class KeptSignal:
     sender: str | None = None  # who sent it, as the service names users
 
 
+# What became of a signal's row with this command: taken by the instance; refused (a kept
+# one whose payload the step or the state refuses); held by a paused instance; kept again
+# (held, then no longer awaited when the instance resumed or was cancelled).
+SignalFate = Literal["taken", "refused", "held", "kept"]
+
+
 @dataclass(frozen=True)
 class TakeSignal:
-    """The kept signal ``signal_id`` was taken by the instance (or, ``refused``, found with a
-    payload its step's schema refuses: it is kept no longer either way)."""
+    """The signal ``signal_id``'s row, as this command leaves it for the instance."""
 
     instance_id: str
     signal_id: Any
-    refused: bool = False
+    fate: SignalFate = "taken"
+    reason: str | None = None  # why it was refused
 
 
 Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask | TakeSignal

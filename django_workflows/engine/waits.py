@@ -18,6 +18,7 @@ from .errors import DefinitionError
 from .schema import FieldError, check_schema, validate_state
 
 OnTimeout = Literal["fail", "continue"]
+FanOut = Literal["all", "first"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +33,9 @@ class Signal(Wait):
     ``on_timeout="fail"`` fails the step (``retry`` waits again), ``"continue"``
     stores None under ``into`` and follows the transitions. ``senders``: who may send it
     besides users with the change permission (``"user:"``, ``"group:"``, ``"perm:"``).
+    ``fan_out``: a signal by correlation reaches ``"all"`` the instances waiting for it
+    when it is handed over, or only the ``"first"`` (the oldest) of them; delivered now or
+    kept for a step that will wait, the same.
     """
 
     name: str
@@ -41,6 +45,7 @@ class Signal(Wait):
     timeout: Seconds | None = field(default=None, kw_only=True)
     on_timeout: OnTimeout = field(default="fail", kw_only=True)
     senders: Sequence[str] = field(default=(), kw_only=True)
+    fan_out: FanOut = field(default="all", kw_only=True)
     kind: str = field(default="signal", init=False)
 
     def check(self, what: str) -> None:
@@ -57,6 +62,9 @@ class Signal(Wait):
         if self.on_timeout not in ("fail", "continue"):
             raise DefinitionError(f'{what}: on_timeout must be "fail" or "continue", not '
                                   f"{self.on_timeout!r}")
+        if self.fan_out not in ("all", "first"):
+            raise DefinitionError(f'{what}: fan_out must be "all" or "first", not '
+                                  f"{self.fan_out!r}")
         if self.schema is not None:
             check_schema(self.schema, what, name="schema")
         set_ = object.__setattr__

@@ -184,33 +184,29 @@ def judge_create(user: Any, workflow_id: str) -> None:
 
 
 def may_send(user: Any, workflow_id: str, name: str,
-             instance: WorkflowInstance | None = None) -> bool:
+             instance: WorkflowInstance | None = None, *, step: str | None = None) -> bool:
     """Whether ``user`` may send the signal ``name`` to the workflow (to ``instance``):
     a user who acts on every instance, or one its ``Signal(senders=[...])`` names (the
-    senders of the step ``instance`` waits in, else of every such signal of the workflow),
-    and whom the definition's ``permission`` rule allows ``"signal"``."""
+    senders of ``step``, or of the step ``instance`` waits in, else of every such signal of
+    the workflow), and whom the definition's ``permission`` rule allows ``"signal"``."""
     if user is None:
         return True
     if not getattr(user, "is_authenticated", False):
         return False
     if not acts_on_all(user) and not candidate_keys(user) & senders_of(workflow_id, name,
-                                                                       instance):
+                                                                       instance, step):
         return False
     return definition_allows(user, workflow_id, instance, "signal")
 
 
-def senders_of(workflow_id: str, name: str, instance: WorkflowInstance | None) -> set[str]:
+def senders_of(workflow_id: str, name: str, instance: WorkflowInstance | None,
+               step: str | None = None) -> set[str]:
     definition = registry.find(workflow_id)
     if definition is None:
         return set()
-    waiting = instance.snap.waiting if instance is not None else None
-    steps = [definition.step(waiting.step)] if waiting is not None \
-        and waiting.kind == "signal" and waiting.name == name else definition.steps
-    return {sender for step in steps if isinstance(step.wait, Signal)
-            and step.wait.name == name for sender in step.wait.senders}
-
-
-def judge_sender(user: Any, instance: WorkflowInstance, name: str) -> None:
-    """Raise unless ``user`` may send ``name`` to the instance (its row under the lock)."""
-    if not may_send(user, instance.workflow, name, instance):
-        raise NotAllowed(f'You may not send the signal "{name}" to this workflow instance.')
+    waiting = instance.snap.waiting if instance is not None and step is None else None
+    if waiting is not None and waiting.kind == "signal" and waiting.name == name:
+        step = waiting.step
+    steps = [definition.step(step)] if step is not None else definition.steps
+    return {sender for step_ in steps if isinstance(step_.wait, Signal)
+            and step_.wait.name == name for sender in step_.wait.senders}

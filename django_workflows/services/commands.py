@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +25,7 @@ from ..models import WorkflowInstance
 from ..observability.observers import observed
 from . import access, idempotency
 from .claims import claims_of
+from .kept_signals import kept_signal_finder
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
 from .sql import statements
 from .unit import actor, after_commit, busy_as_error, env_for, give
@@ -109,6 +111,9 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
         raise WorkflowNotMoved(f'Workflow "{definition.id}" only runs as the nested child of '
                                "another workflow; create that one instead", "nested_only")
     access.judge_create(user, definition.id)
+    if user is not None:  # a user cannot fake a schedule's run; trusted code may make one
+        from .schedules import refuse_run_reference  # here: schedules creates with create()
+        refuse_run_reference(definition.id, reference)
     if state is not None:
         check_state_size(state)
     owner = owner if owner is not None else actor(user)
@@ -140,8 +145,9 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
             if row.reference is None or not taken:
                 raise
             raise ReferenceTaken(definition.id, row.reference, str(taken[0])) from None
-        if start:
-            outcome = engine.apply(definition, snapshot, engine.Start(), env)
+        if start:  # its first step may take a signal kept for it
+            outcome = engine.apply(definition, snapshot, engine.Start(),
+                                   replace(env, kept_signal=kept_signal_finder([row])))
             after_commit(save_outcome([row], snapshot, outcome, actor=actor(user)))
         if key_row is not None:
             idempotency.remember(key_row, row, None)

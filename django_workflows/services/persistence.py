@@ -274,16 +274,30 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
 
 def _store_signals_taken(rows: dict[str, WorkflowInstance],
                          effects: tuple[engine.Effect, ...]) -> None:
-    """Kept signals taken (or refused) by a step that waited for them: kept no longer,
-    taken when the instance that took them was written (so a sender knows the row as it
-    is without reading it again)."""
+    """Each signal's row as the command left it for its instance (``TakeSignal``): taken
+    (the instance joins ``taken_by``; a signal still being handed over to instances that
+    were busy stays kept for them), refused (with why), held by a paused instance, or kept
+    again. Its row is locked already: the signal's delivery or the step's look locked it."""
     for effect in effects:
-        if isinstance(effect, engine.TakeSignal):
-            taker = rows.get(effect.instance_id)
-            WorkflowSignal.objects.filter(pk=effect.signal_id, status=SignalStatus.KEPT).update(
-                status=SignalStatus.REFUSED if effect.refused else SignalStatus.TAKEN,
-                taken_by=[effect.instance_id],
-                taken_at=taker.updated_at if taker is not None else timezone.now())
+        if not isinstance(effect, engine.TakeSignal):
+            continue
+        row = WorkflowSignal.objects.filter(pk=effect.signal_id).first()
+        if row is None:
+            continue
+        taker, handing_over = effect.instance_id, row.status == SignalStatus.KEPT
+        others = [pk for pk in row.taken_by if pk != taker]
+        if effect.fate == "refused":
+            row.status, row.detail = SignalStatus.REFUSED, (effect.reason or "")[:2000]
+        elif effect.fate == "kept":
+            row.status, row.taken_by = SignalStatus.KEPT, others
+        elif effect.fate == "held":
+            row.status, row.taken_by = SignalStatus.HELD, [*others, taker]
+        else:
+            row.status = SignalStatus.KEPT if handing_over and others else SignalStatus.TAKEN
+            row.taken_by = [*others, taker]
+            instance = rows.get(taker)
+            row.taken_at = instance.updated_at if instance is not None else timezone.now()
+        row.save(update_fields=["status", "detail", "taken_by", "taken_at"])
 
 
 def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]) -> None:

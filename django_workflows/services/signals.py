@@ -1,19 +1,32 @@
 """Signals: what the world outside tells a workflow that waits (``Step(wait=Signal(...))``).
 
-``signal(workflow, name, payload, instance= | reference= | correlation=,
-message_id=, user=)`` records the signal (a ``WorkflowSignal`` row) and hands it
-to every instance that waits for it now, each in its own unit of work under its
-row lock (``unit.deliver``). An instance that does not wait yet takes it the
-moment its step starts waiting (``kept_signals.py``); a signal nobody took is
-kept for ``SIGNAL_RETENTION`` seconds. A ``message_id`` seen before is
-acknowledged and does nothing: providers send their webhooks again.
+One entry point delivers, :func:`signal`. In order:
 
-The sweep closes the one gap left: a step that started waiting while a signal by
-its correlation was being recorded is found by :func:`deliver_kept_signals`.
+1. the signal must be one a step of the workflow waits for, and the sender one who may
+   send it to the workflow (before anything else: a stranger learns nothing);
+2. a ``message_id`` seen before is a repeat: acknowledged, and nothing changes. Only a
+   repeat of the same message (its sender, its payload) may hand a kept one over;
+3. the payload must meet the signal's schema;
+4. it is handed to each instance it is addressed to, each in its own unit of work under
+   that instance's row lock (:func:`hand_over`): the sender is judged against that
+   instance, the payload against its state's schema, and only then is the signal
+   recorded, taken (or held by a paused instance). A signal refused everywhere is not
+   recorded at all;
+5. none waited for it: it is kept (a row, status ``kept``), with its sender, for the
+   step that will wait for it, which judges its sender again before it takes it
+   (``kept_signals.py``); it expires after ``SIGNAL_RETENTION``.
+
+By correlation, the instances waiting for it are read under a lock of the address
+(:func:`signal_key`) that a step starting to wait with that correlation takes too: so
+either the signal sees the instance waiting, or the instance sees the signal kept, and
+the answer to the sender is true. ``Signal(fan_out=)`` says whether every instance
+waiting then takes it or only the first, the oldest; the same for a kept one. An
+instance whose row stayed locked is handed it by the sweep (:func:`hand_kept`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -21,7 +34,6 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from .. import engine
 from ..conf import workflow_settings
@@ -32,16 +44,20 @@ from ..exceptions import (
     InvalidPayload,
     NotAllowed,
     UnknownSignal,
+    WorkflowError,
     WorkflowNotMoved,
 )
 from ..models import SignalStatus, WorkflowInstance, WorkflowSignal
 from ..storable import json_problems, problem_lines
 from . import access
 from .commands import id_of
+from .kept_signals import name_of, refuse, sender_of, sender_refusal, signal_key
 from .persistence import check_state_size, definition_of
+from .slots import lock_keys
 from .unit import Applied, actor, deliver
 
 FINISHED = ("completed", "cancelled")
+ROUNDS = 3  # looks for the waiting instances of a correlation, when they stop waiting
 
 
 @dataclass(frozen=True)
@@ -60,105 +76,293 @@ def signal(workflow: str, name: str, payload: Any = None, *,
            correlation: str | None = None, message_id: str | None = None,
            user: Any = None) -> SignalSent:
     """Send the signal ``name`` to the instances of ``workflow`` it is addressed to: one
-    ``instance`` (or its id), the one with ``reference``, or every one that waits for it
-    with ``correlation``.
+    ``instance`` (or its id), the one with ``reference``, or those that wait for it
+    with ``correlation`` (every one, or the first: the signal's ``fan_out``).
 
     Raises :class:`UnknownSignal` when no step of the workflow waits for ``name``,
-    :class:`InvalidPayload` when the payload breaks the signal's schema,
-    :class:`NotAllowed` when ``user`` may not send it, :class:`InstanceNotFound` for an
-    unknown instance or reference, and ``WorkflowNotMoved("not_waiting")`` when that
-    instance is finished; nothing is recorded then. ``user=None``: trusted code.
+    :class:`NotAllowed` when ``user`` may not send it (to the workflow, or to every
+    instance it reaches), :class:`InvalidPayload` when the payload breaks the signal's
+    schema or the state's, :class:`InstanceNotFound` for an unknown instance or
+    reference, ``WorkflowNotMoved("not_waiting")`` when that instance is finished, and
+    :class:`Busy` when its row stayed locked (the signal is kept: the sweep hands it
+    over); nothing is recorded then, but for that last one. ``user=None``: trusted code.
     """
     addresses = [value for value in (instance, reference, correlation) if value is not None]
     if len(addresses) != 1:
         raise ValueError("Address a signal with exactly one of instance, reference and "
                          "correlation")
-    definition = definition_of(workflow)
-    declared = [step.wait for step in definition.steps
-                if isinstance(step.wait, engine.Signal) and step.wait.name == name]
-    if not declared:
-        raise UnknownSignal(f'No step of workflow "{workflow}" waits for a signal "{name}"')
+    declared = awaited(workflow, name)
     if user is not None and not access.may_send(user, workflow, name):
         raise NotAllowed(f'You may not send the signal "{name}" to workflow "{workflow}".')
+    message = WorkflowSignal(workflow=workflow, name=name, message_id=message_id or None,
+                             reference=reference, correlation=correlation,
+                             payload=plain(payload), sender=actor(user),
+                             sender_name=name_of(user))
+    if message.message_id is not None:
+        seen = _seen(message)
+        if seen is not None:
+            return _repeated(seen, message)
     check_state_size(payload)
     check_storable(payload)
     check_payload(declared, payload)
-    target = None
-    if instance is not None or reference is not None:
-        target = _addressed(workflow, instance, reference)
-        if target.status in FINISHED:
-            raise WorkflowNotMoved(f'Instance {target.pk} is {target.status}: it waits for no '
-                                   "signal", "not_waiting", instance=target)
-    row = WorkflowSignal(workflow=workflow, name=name, message_id=message_id or None,
-                         instance=target if instance is not None else None,
-                         reference=reference, correlation=correlation,
-                         payload=payload, sender=actor(user))
+    if correlation is not None:
+        return _by_correlation(message, declared[0].fan_out, user)
+    target = _addressed(workflow, instance, reference)
+    message.instance_id = target.pk if instance is not None else None
+    return _to_one(message, target, user)
+
+
+def awaited(workflow: str, name: str) -> list[engine.Signal]:
+    """The declarations of ``name`` by the steps of ``workflow`` that wait for it."""
+    declared = [step.wait for step in definition_of(workflow).steps
+                if isinstance(step.wait, engine.Signal) and step.wait.name == name]
+    if not declared:
+        raise UnknownSignal(f'No step of workflow "{workflow}" waits for a signal "{name}"')
+    return declared
+
+
+def _to_one(message: WorkflowSignal, target: WorkflowInstance, user: Any) -> SignalSent:
+    """The signal to one instance: taken, held, kept for its step, or refused."""
+    try:
+        handed = hand_over(message, str(target.pk), user, keep=True)
+    except Busy:
+        sent = _keep(message)  # judged again by the instance when it takes it
+        if sent is not None:
+            return sent  # a delivery of the same message was recorded meanwhile
+        raise
+    if handed.repeat is not None:
+        return _repeated(handed.repeat, message)
+    if handed.instance is None:
+        raise InstanceNotFound(f"No workflow instance {target.pk}")
+    if handed.refusal is not None:
+        raise handed.refusal
+    if handed.taken:
+        return SignalSent(message, [handed.instance], kept=False)
+    return SignalSent(message, [], kept=True)
+
+
+def _by_correlation(message: WorkflowSignal, fan_out: str, user: Any) -> SignalSent:
+    """The signal to the instances waiting for it with its correlation (all or the first),
+    or kept when none does."""
+    taken: list[WorkflowInstance] = []
+    refusals: list[WorkflowError] = []
+    busy = False
+    for _ in range(ROUNDS):
+        waiting = _waiting_or_kept(message)
+        if isinstance(waiting, SignalSent):
+            return waiting
+        for instance_id in waiting:
+            try:
+                handed = hand_over(message, instance_id, user)
+            except Busy:
+                busy = True  # kept for it below: the sweep hands it over
+                continue
+            if handed.repeat is not None:
+                return _repeated(handed.repeat, message)
+            if handed.taken and handed.instance is not None:
+                taken.append(handed.instance)
+                if fan_out == "first":
+                    break
+            elif isinstance(handed.refusal, NotAllowed | InvalidPayload):
+                refusals.append(handed.refusal)  # not "not_waiting": it stopped waiting
+        if taken or busy or refusals:
+            break
+        # Every one stopped waiting before it was handed the signal: look again.
+    if busy:
+        sent = _keep(message)
+        if sent is not None:
+            return sent
+    if taken:
+        return SignalSent(message, taken, kept=busy)
+    if refusals and not busy:
+        raise refusals[0]
+    if message.pk is None:  # none waits any longer
+        sent = _keep(message)
+        if sent is not None:
+            return sent
+    return SignalSent(message, [], kept=True)
+
+
+def _waiting_or_kept(message: WorkflowSignal) -> list[str] | SignalSent:
+    """The ids of the instances waiting for ``message`` by its correlation, oldest first;
+    when there are none, the message kept (or the repeat found meanwhile), in the same
+    transaction, under the lock of its address: a step that starts waiting with it
+    takes that lock too, so one of the two sees the other."""
+    with transaction.atomic():
+        lock_keys([signal_key(message.workflow, message.name, message.correlation)])
+        waiting = [str(pk) for pk in awaiting(message).values_list("pk", flat=True)]
+        if waiting or message.pk is not None:
+            return waiting
+        sent = _keep(message)
+        return sent if sent is not None else SignalSent(message, [], kept=True)
+
+
+# -- one instance ---------------------------------------------------------------------
+
+
+@dataclass
+class Handed:
+    """What one hand-over did: the instance as it left it (None: it is gone), whether it
+    took the signal (or holds it, paused), its refusal, or the delivery of the same
+    message recorded meanwhile (``repeat``)."""
+
+    instance: WorkflowInstance | None = None
+    taken: bool = False
+    refusal: WorkflowError | None = None
+    repeat: WorkflowSignal | None = None
+
+
+def hand_over(signal: WorkflowSignal, instance_id: str, user: Any, *, keep: bool = False
+              ) -> Handed:
+    """Hand ``signal`` to one instance under its row lock, as ``user`` (its sender).
+
+    The signal is being delivered (not saved yet, or saved by the instance before), or
+    it is a kept one (``status="kept"``, by the sweep or a repeat). Under the lock: the
+    sender is judged against the instance, then the signal is recorded and given to the
+    engine, which judges the payload against the state; a refusal records nothing (a
+    kept one is marked refused). ``keep``: a new signal the instance does not wait for
+    yet is kept for it (it was addressed to it).
+    """
+    handed = Handed()
+
+    def prepare(target: WorkflowInstance) -> engine.ReceiveSignal | None:
+        handed.instance = target
+        if signal.pk is None and signal.message_id is not None:
+            handed.repeat = _seen(signal)  # recorded while this one waited for the lock
+            if handed.repeat is not None:
+                return None
+        if signal.pk is not None and not _still_to_hand(signal, instance_id):
+            return None
+        refusal = sender_refusal(signal, user, target)
+        if refusal is not None:
+            if signal.status == SignalStatus.KEPT and signal.pk is not None:
+                refuse(signal, refusal)
+            handed.refusal = NotAllowed(refusal)
+            return None
+        if signal.pk is None:
+            signal.status = SignalStatus.TAKEN  # as it will be: never seen as kept meanwhile
+            handed.repeat = _insert(signal)
+            if handed.repeat is not None:
+                return None
+        return engine.ReceiveSignal(
+            signal.name, signal.payload, correlation=signal.correlation,
+            message_id=signal.message_id, signal_id=signal.pk,
+            sender=None if signal.sender_id is None else str(signal.sender_id))
+
+    def then(applied: Applied) -> None:
+        handed.instance = applied.instance
+        if applied.outcome.moved:
+            handed.taken = True
+            signal.refresh_from_db()  # as the unit of work settled it (persistence)
+            return
+        refusal = applied.refusal
+        assert refusal is not None
+        delivering = signal.status != SignalStatus.KEPT
+        if refusal.code == "invalid_payload":
+            if delivering:
+                signal.delete()
+            else:
+                refuse(signal, str(refusal))
+            handed.refusal = InvalidPayload(str(refusal), refusal.field_errors)
+            return
+        finished = applied.instance.status in FINISHED
+        if delivering and keep and not finished:
+            signal.status = SignalStatus.KEPT  # for the step that will wait for it
+            signal.save(update_fields=["status"])
+            return
+        if delivering and not signal.taken_by:
+            signal.delete()  # recorded for this instance only: nothing is
+        handed.refusal = WorkflowNotMoved(
+            f"Instance {instance_id} is {applied.instance.status}: it waits for no signal",
+            "not_waiting", instance=applied.instance) if finished else refusal
+
+    recorded = signal.pk is not None
+    try:
+        deliver(instance_id, prepare=prepare, then=then, user=user,
+                lock_timeout=workflow_settings.LOCK_TIMEOUT)
+    except BaseException:
+        if not recorded:
+            signal.pk = None  # its row went with the unit of work
+        raise
+    return handed
+
+
+def _still_to_hand(signal: WorkflowSignal, instance_id: str) -> bool:
+    """Lock the signal's row; False when the instance took it already, or (a kept one) it
+    was taken or refused meanwhile."""
+    current = WorkflowSignal.objects.select_for_update().filter(pk=signal.pk).first()
+    if current is None or instance_id in current.taken_by:
+        return False
+    if signal.status == SignalStatus.KEPT and current.status != SignalStatus.KEPT:
+        return False
+    signal.status, signal.taken_by = current.status, current.taken_by
+    return True
+
+
+def _insert(signal: WorkflowSignal) -> WorkflowSignal | None:
+    """Record the signal; the delivery of the same message id recorded first, if one was
+    (it committed, or commits, while this one was on its way)."""
+    if signal.message_id is None:
+        signal.save(force_insert=True)
+        return None
     try:
         with transaction.atomic():
-            row.save(force_insert=True)
+            signal.save(force_insert=True)
     except IntegrityError:
-        seen = WorkflowSignal.objects.filter(workflow=workflow, name=name,
-                                             message_id=row.message_id).first()
-        if row.message_id is None or seen is None:
+        seen = _seen(signal)
+        if seen is None:
             raise
-        if seen.status != SignalStatus.KEPT:
-            return SignalSent(seen, _instances(seen.taken_by), kept=False, repeated=True)
-        row = seen  # still kept (its first delivery found the row busy): hand it over again
-        return _handed(row, _waiting(row, target), user, target, repeated=True)
-    return _handed(row, _waiting(row, target), user, target)
+        signal.pk = None
+        return seen
+    return None
 
 
-def _waiting(row: WorkflowSignal, target: WorkflowInstance | None) -> list[WorkflowInstance]:
-    """The instances to hand ``row`` to: its target, or those waiting with its correlation."""
-    if target is not None:
-        return [target]
-    return list(WorkflowInstance.objects.filter(workflow=row.workflow, awaiting=row.name,
-                                                correlation=row.correlation).order_by("pk"))
+def _keep(message: WorkflowSignal) -> SignalSent | None:
+    """Keep the message for a step that will wait for it (if not recorded yet), or mark it
+    kept again (an instance it was for was busy); None, or the repeat found instead."""
+    if message.pk is not None:
+        if message.status != SignalStatus.KEPT:
+            WorkflowSignal.objects.filter(pk=message.pk).update(status=SignalStatus.KEPT)
+            message.status = SignalStatus.KEPT
+        return None
+    message.status = SignalStatus.KEPT
+    seen = _insert(message)
+    return None if seen is None else _repeated(seen, message)
 
 
-def _handed(row: WorkflowSignal, waiting: list[WorkflowInstance], user: Any,
-            target: WorkflowInstance | None, *, repeated: bool = False) -> SignalSent:
-    """Hand ``row`` to each of ``waiting``, each under its own lock; what became of it.
-
-    An instance whose row stayed locked does not stop the others: the signal stays kept
-    for it (the sweep hands it over), and :class:`Busy` is raised once the others had it
-    when the signal was addressed to that one instance.
-    """
-    taken, busy, marked = [], None, False
-    for candidate in waiting:
-        try:
-            applied = _hand(row, candidate, user)
-        except Busy as error:
-            busy = error
-            continue
-        if applied is not None and applied.outcome.moved:
-            taken.append(applied.instance)
-            marked = marked or _marked_taken(applied, row)
-        elif applied is not None and target is not None and applied.instance.status in FINISHED:
-            # It finished (a cancel) while the signal was on its way: not waited for, not kept.
-            WorkflowSignal.objects.filter(pk=row.pk).update(status=SignalStatus.REFUSED)
-            raise WorkflowNotMoved(f"Instance {target.pk} is {applied.instance.status}: it "
-                                   "waits for no signal", "not_waiting",
-                                   instance=applied.instance)
-    if len(taken) == 1 and marked:  # as the unit of work wrote it: no second write
-        row.status, row.taken_by = SignalStatus.TAKEN, [str(taken[0].pk)]
-        row.taken_at = taken[0].updated_at
-    elif taken:
-        WorkflowSignal.objects.filter(pk=row.pk).update(
-            status=SignalStatus.TAKEN, taken_by=[*row.taken_by, *(str(i.pk) for i in taken)],
-            taken_at=timezone.now())
-        row.refresh_from_db()
-    if busy is not None and target is not None:
-        raise busy
-    return SignalSent(row, taken, kept=not taken, repeated=repeated)
+# -- repeats ----------------------------------------------------------------------------
 
 
-def _marked_taken(applied: Applied, row: WorkflowSignal) -> bool:
-    """Whether the unit of work that moved the instance marked ``row``, still kept and
-    taken by no one before, taken by it (persistence: TakeSignal)."""
-    return row.status == SignalStatus.KEPT and not row.taken_by and any(
-        isinstance(effect, engine.TakeSignal) and effect.signal_id == row.pk
-        and not effect.refused for effect in applied.outcome.effects)
+def _seen(message: WorkflowSignal) -> WorkflowSignal | None:
+    return WorkflowSignal.objects.filter(workflow=message.workflow, name=message.name,
+                                         message_id=message.message_id).first()
+
+
+def _repeated(seen: WorkflowSignal, message: WorkflowSignal) -> SignalSent:
+    """A message id seen before: what became of the first. The same message again (its
+    sender, its payload) hands a kept one over, as the sweep would; another takes
+    nothing over."""
+    if seen.status == SignalStatus.KEPT and _same(seen, message):
+        hand_kept(seen)
+        seen.refresh_from_db()
+    return SignalSent(seen, _instances(seen.taken_by), kept=seen.status == SignalStatus.KEPT,
+                      repeated=True)
+
+
+def _same(seen: WorkflowSignal, message: WorkflowSignal) -> bool:
+    return (seen.sender_id, seen.sender_name) == (message.sender_id, message.sender_name) \
+        and plain(seen.payload) == plain(message.payload)
+
+
+def plain(payload: Any) -> Any:
+    """The payload as JSON gives it back (a tuple as a list): how repeats are compared."""
+    try:
+        return json.loads(json.dumps(payload))
+    except (TypeError, ValueError):
+        return payload  # not JSON: the checks that follow say so
+
+
+# -- checks -----------------------------------------------------------------------------
 
 
 def check_storable(payload: Any) -> None:
@@ -183,15 +387,6 @@ def check_payload(declared: Iterable[engine.Signal], payload: Any) -> None:
         raise InvalidPayload("; ".join(map(str, problems)), problems)
 
 
-def _hand(row: WorkflowSignal, instance: WorkflowInstance, user: Any) -> Applied | None:
-    """Deliver ``row`` to ``instance`` under its lock (None: the instance is gone). Refused
-    (it does not wait for this one, or no longer), the signal stays kept."""
-    return deliver(str(instance.pk), engine.ReceiveSignal(
-        row.name, row.payload, correlation=row.correlation, message_id=row.message_id,
-        sender=None if row.sender_id is None else str(row.sender_id), signal_id=row.pk),
-        user=user, lock_timeout=workflow_settings.LOCK_TIMEOUT)
-
-
 def _addressed(workflow: str, instance: WorkflowInstance | str | None,
                reference: str | None) -> WorkflowInstance:
     rows = WorkflowInstance.objects.filter(workflow=workflow)
@@ -204,10 +399,12 @@ def _addressed(workflow: str, instance: WorkflowInstance | str | None,
 
 
 def _instances(ids: Iterable[str]) -> list[WorkflowInstance]:
-    return list(WorkflowInstance.objects.filter(pk__in=list(ids)))
+    listed = list(ids)
+    found = {str(row.pk): row for row in WorkflowInstance.objects.filter(pk__in=listed)}
+    return [found[pk] for pk in listed if pk in found]
 
 
-# -- the sweep's part -------------------------------------------------------------------
+# -- kept signals: the sweep's part -------------------------------------------------------
 
 
 # A signal has one address; the instances it names, by that address: (the signal's field,
@@ -215,25 +412,50 @@ def _instances(ids: Iterable[str]) -> list[WorkflowInstance]:
 ADDRESSES = (("instance_id", "pk"), ("reference", "reference"), ("correlation", "correlation"))
 
 
+def awaiting(signal: WorkflowSignal) -> Any:
+    """The instances that wait for ``signal`` by its address now, oldest first."""
+    signal_field, instance_field = next(
+        address for address in ADDRESSES if getattr(signal, address[0]) is not None)
+    return WorkflowInstance.objects.filter(
+        workflow=signal.workflow, awaiting=signal.name,
+        **{instance_field: getattr(signal, signal_field)}).order_by("created_at", "pk")
+
+
+def hand_kept(signal: WorkflowSignal) -> int:
+    """Hand a kept signal to the instances that wait for it now (every one, or the first:
+    its fan-out), as its sender; the number that took it. Once it was handed to every
+    one of them (none busy), it is kept no longer."""
+    sender, refusal = sender_of(signal)
+    if refusal is not None:
+        refuse(signal, refusal)
+        return 0
+    fan_out = awaited(signal.workflow, signal.name)[0].fan_out
+    taken, busy = 0, False
+    for instance_id in [str(pk) for pk in awaiting(signal).values_list("pk", flat=True)]:
+        if instance_id in signal.taken_by:
+            continue
+        try:
+            handed = hand_over(signal, instance_id, sender)
+        except Busy:
+            busy = True
+            continue
+        if signal.status == SignalStatus.REFUSED:
+            break
+        if handed.taken:
+            taken += 1
+            if fan_out == "first":
+                break
+    signal.refresh_from_db()
+    if not busy and signal.status == SignalStatus.KEPT and signal.taken_by:
+        WorkflowSignal.objects.filter(pk=signal.pk, status=SignalStatus.KEPT).update(
+            status=SignalStatus.TAKEN)
+    return taken
+
+
 def deliver_kept_signals(limit: int = 100) -> int:
     """Hand kept signals to instances that wait for them now (a step that started waiting
     while its signal was being recorded, or whose row was busy); the number taken."""
-    taken = 0
-    for row in kept_and_awaited(limit):
-        signal_field, instance_field = next(
-            address for address in ADDRESSES if getattr(row, address[0]) is not None)
-        waiting = WorkflowInstance.objects.filter(
-            workflow=row.workflow, awaiting=row.name,
-            **{instance_field: getattr(row, signal_field)})
-        for instance in waiting.order_by("pk")[:limit]:
-            try:
-                applied = _hand(row, instance, None)
-            except Busy:
-                continue  # its next turn looks again
-            if applied is not None and applied.outcome.moved:
-                taken += 1
-                break  # a kept signal is taken once, as a step that starts waiting takes it
-    return taken
+    return sum(hand_kept(row) for row in kept_and_awaited(limit))
 
 
 def kept_and_awaited(limit: int) -> list[WorkflowSignal]:

@@ -10,7 +10,8 @@ its own entry point around it:
 - :func:`give`: a command given by a person or by code (its idempotency key, the
   revision the caller expects, access judged on the locked row); without a key, first
   tried in one statement by :func:`apply_if_unchanged`;
-- :func:`deliver`: a signal delivered to an instance (its sender judged on the row);
+- :func:`deliver`: a signal delivered to an instance (its sender judged on the row, the
+  signal recorded only once accepted: ``signals.py``);
 - :func:`report`: a worker reports on its attempt, waiting for the lock;
   :func:`report_if_unchanged`: the same report written in one statement on the
   row its claim read (:func:`apply_if_unchanged`), when nothing changed it since;
@@ -138,18 +139,32 @@ def give(instance_id: str, command: engine.Command, *, user: Any = None,
     return applied
 
 
-@observed("signal", _described)
-def deliver(instance_id: str, command: engine.ReceiveSignal, *, user: Any = None,
-            lock_timeout: float) -> Applied | None:
-    """A signal delivered to an instance by ``user``, judged as its sender on the row under
-    the lock (None: trusted code); None when the instance is gone."""
+def _described_delivery(instance_id: str, *args: Any, **kwargs: Any
+                        ) -> tuple[str, str | None, str | None, Any]:
+    return "signal", instance_id, None, None
+
+
+@observed("signal", _described_delivery)
+def deliver(instance_id: str, *, prepare: Callable[[WorkflowInstance], engine.Command | None],
+            then: Callable[[Applied], None], user: Any, lock_timeout: float
+            ) -> Applied | None:
+    """A signal delivered to an instance by ``user`` (None: trusted code).
+
+    Under the lock, ``prepare(row)`` judges the sender on the row and records the signal,
+    and gives the command to apply (None: nothing to apply); ``then(applied)`` settles
+    the signal's row by the outcome, in the same transaction. None when the instance is
+    gone or nothing was applied."""
     with busy_as_error(lock_timeout), transaction.atomic():
         try:
             chain = statements().lock_tree(instance_id, lock_timeout)
         except InstanceNotFound:
             return None
-        access.judge_sender(user, row_of(chain, instance_id), command.signal)
-        return apply_locked(chain, instance_id, command, Options(user=user))
+        command = prepare(row_of(chain, instance_id))
+        if command is None:
+            return None
+        applied = apply_locked(chain, instance_id, command, Options(user=user))
+        then(applied)
+    return applied
 
 
 @observed("report", _described)

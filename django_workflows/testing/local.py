@@ -153,7 +153,7 @@ class LocalExecutor:
         signal = KeptSignal(len(self.kept), payload, message_id)
         self.kept.append((signal, name, instance_id, correlation))
 
-    def _kept_signal(self, instance_id: str, name: str, correlation: str | None
+    def _kept_signal(self, instance_id: str, step: str, name: str, correlation: str | None
                      ) -> KeptSignal | None:
         return next((signal for signal, kept_name, kept_instance, kept_correlation in self.kept
                      if kept_name == name and (kept_instance == instance_id or (
@@ -232,7 +232,7 @@ class LocalExecutor:
             self.deadlines[effect.token, effect.kind] = effect
         elif isinstance(effect, ClearDeadline):
             self.deadlines = {k: d for k, d in self.deadlines.items() if d.token != effect.token}
-        elif isinstance(effect, TakeSignal):
+        elif isinstance(effect, TakeSignal) and effect.fate in ("taken", "refused"):
             self.kept = [kept for kept in self.kept if kept[0].id != effect.signal_id]
 
     def claim(self, token: str | None = None) -> str | None:

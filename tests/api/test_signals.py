@@ -402,3 +402,16 @@ def test_an_instance_whose_row_stays_locked_answers_409_busy_and_keeps_the_signa
     assert response["Retry-After"] == "1"
     assert again.status_code == 200 and again["Idempotent-Replayed"] == "true"
     assert reload(instance).current_step == "ship"
+
+
+def test_a_repeat_after_the_signal_finished_the_instance_answers_200_repeated(sender):
+    instance = waiting_order("pi_done")
+    first = send(sender, instance=str(instance.pk), message_id="evt_done")
+    services.next(reload(instance))  # "ship": the order is completed
+    assert reload(instance).status == "completed"
+
+    again = send(sender, instance=str(instance.pk), message_id="evt_done")
+
+    assert again.status_code == 200, again.content
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["signal"] == {**first.json()["signal"], "repeated": True}

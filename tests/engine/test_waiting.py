@@ -9,6 +9,7 @@ import pytest
 
 from django_workflows.engine import (
     DefinitionError,
+    Operation,
     Signal,
     Step,
     Timer,
@@ -255,3 +256,31 @@ def test_a_signal_checks_its_options_naming_its_step():
         Step("s", wait=Signal("paid", senders=["bank"]))
     with pytest.raises(DefinitionError, match="wait must be a Signal or a Timer"):
         Step("s", wait="paid")
+
+
+def _broken(ctx):
+    raise RuntimeError("the courier's API is down")
+
+
+def test_a_timer_does_not_fire_on_a_failed_instance_and_waits_again_after_retry():
+    wait = Timer(after=60)
+    definition = chain(Step("cart"),
+                       Step("payment", wait=wait, operations=[Operation("book", run=_broken)]),
+                       Step("ship"), id="order")
+    x, i = at_payment(definition, clock=FakeClock(0))
+    assert x.snapshot(i).status == "failed"
+
+    x.advance(120)
+
+    snapshot = x.snapshot(i)
+    assert (snapshot.status, snapshot.current_step) == ("failed", "payment")
+    assert "timer-fire" not in kinds(of_instance(x.events, i))
+    x.retry(i)  # the step's work and its timer again
+    assert x.snapshot(i).waiting.until == 120 + 60
+
+
+def test_the_steps_that_wait_for_one_signal_declare_one_fan_out():
+    with pytest.raises(DefinitionError, match='signal "ping" declare fan_out "all" and "first"'):
+        chain(Step("a", wait=Signal("ping")), Step("b", wait=Signal("ping", fan_out="first")))
+    with pytest.raises(DefinitionError, match='fan_out must be "all" or "first"'):
+        Step("s", wait=Signal("ping", fan_out="some"))

@@ -7,9 +7,12 @@ a timeout, so a deadlock fails the test instead of hanging it.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 
 import pytest
+from django.contrib.auth.models import Group
 
 from django_workflows import services
 from django_workflows.exceptions import Busy, WorkflowNotMoved
@@ -21,6 +24,7 @@ from django_workflows.models import (
     WorkflowSignal,
 )
 from tests import dbutil
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
 
@@ -135,3 +139,98 @@ def test_a_busy_instance_does_not_keep_a_signal_from_the_others_waiting_with_it(
         sent = services.signal("payment", "payment-confirmed", PAID, correlation="pi_shared")
     assert [i.pk for i in sent.taken_by] == [first.pk]
     assert WorkflowSignal.objects.get(pk=sent.signal.pk).taken_by == [str(first.pk)]
+
+
+# -- issue 36: delivery judged before it is kept, under real locks -----------------------
+
+
+def test_a_signal_by_correlation_meeting_an_instance_as_it_starts_waiting_is_taken(
+        monkeypatch):
+    """The instance's transaction has looked for kept signals and not yet committed its
+    wait: the signal must wait for it and take it, not answer "kept" to a waiting order."""
+    from django_workflows.services import unit
+
+    looked, real_finder = threading.Event(), unit.kept_signal_finder
+
+    def slow_finder(*args):
+        find = real_finder(*args)
+
+        def find_then_linger(*found):
+            kept = find(*found)
+            looked.set()
+            time.sleep(1.0)  # the wait is not committed yet: the signal comes now
+            return kept
+        return find_then_linger
+
+    monkeypatch.setattr(unit, "kept_signal_finder", slow_finder)
+    order = services.create("payment", state={"intent": "pi_gap", "payment": None},
+                            start=True)
+
+    def signal_when_it_looked():
+        assert looked.wait(30)
+        return services.signal("payment", "payment-confirmed", PAID, correlation="pi_gap")
+
+    moved, sent = dbutil.at_once(lambda: services.next(order), signal_when_it_looked)
+
+    assert not isinstance(moved, Exception), moved
+    assert not isinstance(sent, Exception), sent
+    assert [i.pk for i in sent.taken_by] == [order.pk] and not sent.kept
+    row = WorkflowInstance.objects.get(pk=order.pk)
+    assert (row.current_step, row.state["payment"]) == ("ship", PAID)
+
+
+@pytest.mark.usefixtures("signal_workflows")
+def test_ten_deliveries_of_one_message_id_move_one_step():
+    instance = services.create("two-pings", start=True)
+
+    results = dbutil.at_once(*[
+        lambda: services.signal("two-pings", "ping", "one", instance=instance,
+                                message_id="m1") for _ in range(10)])
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    assert sum(1 for r in results if not r.repeated) == 1
+    row = WorkflowInstance.objects.get(pk=instance.pk)
+    assert (row.current_step, row.state) == ("second", {"first": "one", "second": None})
+    assert kinds(row).count("signal") == 1
+
+
+def test_a_repeat_from_another_sender_does_not_hand_a_kept_signal_over(settings):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "LOCK_TIMEOUT": 0.5}
+    bots = Group.objects.get_or_create(name="payment-bots")[0]
+    first, other = UserFactory(username="bot-1"), UserFactory(username="bot-2")
+    first.groups.add(bots)
+    other.groups.add(bots)
+    instance = waiting_order("pi_busy_repeat")
+    with dbutil.instance_locked_elsewhere(instance.pk), pytest.raises(Busy):
+        services.signal("payment", "payment-confirmed", PAID, instance=instance,
+                        message_id="evt_kept", user=first)
+
+    again = services.signal("payment", "payment-confirmed", {"amount": 99},
+                            instance=instance, message_id="evt_kept", user=other)
+
+    assert again.repeated and not again.taken_by
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "await-payment"
+    services.sweep()  # the sweep hands it over, as its own sender sent it
+    row = WorkflowInstance.objects.get(pk=instance.pk)
+    assert (row.current_step, row.state["payment"]) == ("ship", PAID)
+    assert row.events.get(type="signal").data["sender"] == str(first.pk)
+
+
+@pytest.mark.usefixtures("signal_workflows")
+@pytest.mark.parametrize(("fan_out", "takers"), [("all", 2), ("first", 1)])
+def test_a_signal_kept_for_busy_instances_is_handed_by_the_sweep_by_its_fan_out(
+        settings, fan_out, takers):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "LOCK_TIMEOUT": 0.5}
+    workflow = f"broadcast-{fan_out}"
+    listeners = [services.create(workflow, state={"topic": "t", "news": None}, start=True)
+                 for _ in range(2)]
+    with dbutil.instance_locked_elsewhere(listeners[0].pk), \
+            dbutil.instance_locked_elsewhere(listeners[1].pk):
+        sent = services.signal(workflow, "news", "hi", correlation="t")
+    assert sent.kept and not sent.taken_by
+
+    services.sweep()
+
+    steps = [WorkflowInstance.objects.get(pk=i.pk).current_step for i in listeners]
+    assert steps.count("done") == takers
+    assert WorkflowSignal.objects.get().status == SignalStatus.TAKEN

@@ -6,9 +6,10 @@ but ``pause``, ``resume`` and ``cancel``, which are ``"accepted"``; what comes b
 from the world (a worker's result or its death, a deadline, a signal) is
 ``"held"``: checked as its own rule would check it now (a stale one is refused as
 ever), then kept in the snapshot in the order it came, with a ``held`` event, and
-applied by that same rule on resume (``rules/recovery.py``). A worker's claim is
-recorded as ever. A cancel ends the pause: what workers reported meanwhile is
-recorded as it ended, and nothing follows from it.
+applied by that same rule on resume (``rules/recovery.py``); a held signal that is no
+longer awaited then is kept again. A worker's claim is recorded as ever. A cancel ends
+the pause: what workers reported meanwhile is recorded as it ended, held signals are
+kept again, and nothing follows from it.
 """
 
 from __future__ import annotations
@@ -62,12 +63,20 @@ def hold(c: Change, command: Command, paused: PauseSnapshot) -> None:
     with contextlib.suppress(HookFailed):  # recorded on the probe only: it runs on resume
         type(command).rule(probe, command)
     values = {f.name: plain_json(getattr(command, f.name)) for f in fields(command)}
-    if values.get("signal_id") is not None:  # a kept signal's row: taken now
-        c.effect(TakeSignal(c.snap.id, values["signal_id"]))
-        values["signal_id"] = None
+    if values.get("signal_id") is not None:  # its row says so until it is applied
+        c.effect(TakeSignal(c.snap.id, values["signal_id"], "held"))
     c.set(paused=replace(paused, held=(*paused.held, HeldInput(command.name, values,
                                                                 c.env.now))))
     c.emit("held", step=c.snap.current_step, command=command.name, **_what(c, command))
+
+
+def keep_signal_again(c: Change, held: HeldInput) -> None:
+    """A held signal that was not applied (no longer awaited when the instance resumed, or
+    the instance was cancelled) is kept again, for a step that will wait for it: nothing
+    held is lost."""
+    signal_id = held.values.get("signal_id") if held.command == "signal" else None
+    if signal_id is not None:
+        c.effect(TakeSignal(c.snap.id, signal_id, "kept"))
 
 
 def _what(c: Change, command: Any) -> dict[str, Any]:
@@ -96,6 +105,7 @@ def end_for_cancel(c: Change) -> None:
         return
     c.set(paused=None)
     for held in paused.held:
+        keep_signal_again(c, held)
         if held.command not in ATTEMPT_REPORTS or held.token is None:
             continue
         try:

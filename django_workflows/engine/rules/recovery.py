@@ -21,6 +21,7 @@ from ..change import Change
 from ..errors import HookFailed, Refused
 from ..held import held_command
 from ..snapshot import FINISHED, HeldInput, PauseSnapshot, WorkflowSnapshot
+from . import paused as paused_rules
 from .navigation import (
     not_running,
     refuse_if_cancelled,
@@ -105,8 +106,8 @@ def resume_tree(c: Change) -> None:
             try:
                 apply_held(c, held)
                 settle(c)
-            except Refused:
-                continue  # no longer current: what came before it changed that
+            except Refused:  # no longer current: what came before it changed that
+                paused_rules.keep_signal_again(c, held)  # a signal waits for its step again
             except HookFailed as error:
                 failed = failed or error
     c.unsettled = True

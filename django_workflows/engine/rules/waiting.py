@@ -23,6 +23,7 @@ from ..definition import Step, in_seconds
 from ..errors import Refused
 from ..messages import signal_timed_out, step_hook
 from ..outcome import ClearDeadline, SetDeadline, TakeSignal
+from ..schema import check_state
 from ..snapshot import WaitSnapshot
 from ..waits import Signal, Timer
 
@@ -50,13 +51,15 @@ def begin_wait(c: Change, step: Step) -> None:
                until=waiting.until)
         if waiting.until is not None:
             c.effect(SetDeadline(c.snap.id, "signal-timeout", token, waiting.until))
-        kept = c.env.kept_signal(c.snap.id, wait.name, correlation)
+        kept = c.env.kept_signal(c.snap.id, step.id, wait.name, correlation)
         if kept is not None:
-            problems = wait.payload_problems(kept.payload)
-            c.effect(TakeSignal(c.snap.id, kept.id, refused=bool(problems)))
-            if not problems:
-                arrive(c, wait, kept.payload, message_id=kept.message_id, sender=kept.sender,
-                       kept=True)
+            try:
+                state = state_with(c, wait, kept.payload)
+            except Refused as refusal:
+                c.effect(TakeSignal(c.snap.id, kept.id, "refused", refusal.message))
+                return
+            c.effect(TakeSignal(c.snap.id, kept.id))
+            arrive(c, wait, state, message_id=kept.message_id, sender=kept.sender, kept=True)
     elif isinstance(wait, Timer):
         until, what = wait.until, step_hook("until", step.id)
         at = now + (in_seconds(wait.after) or 0.0) if until is None else c.run_hook(
@@ -85,24 +88,36 @@ def receive(c: Change, command: ReceiveSignal) -> None:
                                      f'"{command.signal}"')
     wait = c.definition.step(waiting.step).wait
     assert isinstance(wait, Signal)
-    problems = wait.payload_problems(command.payload)
-    if problems:
-        raise Refused("invalid_payload", "; ".join(map(str, problems)), problems)
+    state = state_with(c, wait, command.payload)
     c.checked()
     if command.signal_id is not None:
         c.effect(TakeSignal(c.snap.id, command.signal_id))
-    arrive(c, wait, command.payload, message_id=command.message_id, sender=command.sender)
+    arrive(c, wait, state, message_id=command.message_id, sender=command.sender)
 
 
-def arrive(c: Change, wait: Signal, payload: Any, *, message_id: str | None,
+def state_with(c: Change, wait: Signal, payload: Any) -> dict[str, Any]:
+    """The state with ``payload`` under the signal's key, as the signal's schema and the
+    workflow's ``state_schema`` take it (a task's input is checked the same way), or
+    ``Refused("invalid_payload")`` naming each field."""
+    problems = wait.payload_problems(payload)
+    if problems:
+        raise Refused("invalid_payload", "; ".join(map(str, problems)), problems)
+    try:
+        return check_state(c.definition.state_schema, {**c.snap.state, wait.key: payload})
+    except Refused as refusal:
+        raise Refused("invalid_payload", f"The payload breaks the workflow's state: "
+                                         f"{refusal.message}", refusal.field_errors) from None
+
+
+def arrive(c: Change, wait: Signal, state: dict[str, Any], *, message_id: str | None,
            sender: str | None, kept: bool = False) -> None:
-    """The signal came: its payload goes into the state, and the step may move on."""
+    """The signal came: ``state`` holds its payload (``state_with``); the step may move on."""
     waiting = c.snap.waiting
     assert waiting is not None
     if waiting.until is not None:
         c.effect(ClearDeadline(c.snap.id, waiting.token))
-    c.set(state={**c.snap.state, wait.key: payload},
-          waiting=replace(waiting, arrived=c.env.now))
+    payload = state[wait.key]
+    c.set(state=state, waiting=replace(waiting, arrived=c.env.now))
     data: dict[str, Any] = {"signal": wait.name, "payload": payload, "sender": sender,
                             "message_id": message_id}
     if kept:
@@ -132,7 +147,8 @@ def signal_timeout_due(c: Change, token: str) -> None:
 
 def timer_due(c: Change, token: str) -> None:
     waiting = c.snap.waiting
-    if waiting is None or waiting.token != token or waiting.arrived is not None:
+    if (waiting is None or waiting.token != token or waiting.arrived is not None
+            or c.snap.status not in ("running", "blocked")):  # a failed one waits for retry
         raise Refused("stale_deadline", "The timer is no longer set")
     c.set(waiting=replace(waiting, arrived=c.env.now))
     c.emit("timer-fire", step=waiting.step, due=waiting.until)
