@@ -20,6 +20,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from .. import registry, services
+from ..engine.schedules import Schedule
 from ..exceptions import WorkflowError
 from ..models import WorkflowSchedule
 from ..services.schedules import may_pause, runs_of, sync_schedules
@@ -29,11 +30,12 @@ from .sweep_banner import SweepBanner
 CHANGELIST = "admin:django_workflows_workflowschedule_changelist"
 
 
-def runs_url(schedule_id: str) -> str:
-    """The instances changelist of the schedule's runs (their references start with
-    ``"<id>@"``)."""
+def runs_url(schedule: Schedule) -> str:
+    """The instances changelist of the schedule's runs (``runs_of``: of its workflow, their
+    references starting ``"<id>@"``)."""
     return (reverse("admin:django_workflows_workflowinstance_changelist") + "?"
-            + urlencode({"reference__startswith": f"{schedule_id}@"}))
+            + urlencode({"workflow": schedule.workflow_id,
+                         "reference__startswith": f"{schedule.id}@"}))
 
 
 def _when(moment: Any) -> str:
@@ -195,9 +197,12 @@ class WorkflowScheduleAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
 
     @admin.display(description="runs")
     def runs(self, row: WorkflowSchedule) -> str:
-        count = runs_of(row.pk).count()
+        schedule = registry.find_schedule(row.pk)
+        if schedule is None:
+            return "—"
+        count = runs_of(schedule.id).count()
         return format_html('<a class="dwf-schedule-runs" href="{}">{} run{}</a>',
-                           runs_url(row.pk), count, "" if count == 1 else "s")
+                           runs_url(schedule), count, "" if count == 1 else "s")
 
     @admin.display(description="")
     def buttons(self, row: WorkflowSchedule) -> str:

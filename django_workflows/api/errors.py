@@ -110,6 +110,9 @@ def workflow_error(exc: Exception) -> Response | None:
     if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_input":
         return Response(error_body(exc.reason, exc.code, input_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, WorkflowNotMoved) and exc.code == "reference_reserved":  # schedules'
+        return Response(error_body(exc.reason, exc.code, {"reference": [exc.reason]}),
+                        status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, WorkflowNotMoved) and exc.code == "invalid_payload":  # InvalidPayload
         return Response(error_body(exc.reason, exc.code, payload_fields(exc)),
                         status=status.HTTP_400_BAD_REQUEST)

@@ -67,7 +67,9 @@ class CreateInstanceSerializer(serializers.Serializer):
     start = serializers.BooleanField(default=False, help_text="Start it at once.")
     reference = ReferenceField(required=False, allow_null=True, max_length=200,
                                help_text="Your own name for it (an order number): at most "
-                                         "one instance per workflow has it.")
+                                         "one instance per workflow has it. A schedule's "
+                                         "workflow refuses those of its runs, "
+                                         '"<schedule id>@...".')
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -158,7 +158,8 @@ def sees(user: Any, instance_id: str) -> bool:
         parameters=[IDEMPOTENCY_KEY, ETAG], responses={
             201: OpenApiResponse(InstanceSerializer, description="Created."),
             400: error_response("Bad input; a state that breaks the definition's schema "
-                        "(`invalid_state`, `fields` names each field)."),
+                        "(`invalid_state`, `fields` names each field); a `reference` of a "
+                        "schedule's runs (`reference_reserved`)."),
             **NOT_ALLOWED,
             409: error_response("Another instance of the workflow has that `reference` "
                                 "(`reference_taken`; `id` names it if you may see it)."),
