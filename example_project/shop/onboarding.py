@@ -16,7 +16,9 @@ profile -> plan -> identity (a nested identity check with a manual review) -> co
   ``email-confirmed``, which opening the link sends
   (:mod:`.email_confirmation`); the customer's address is then confirmed. A
   link not opened within ``SHOP_TIMES["EMAIL_LINK"]`` stops working, and the
-  onboarding ends without it (``on_timeout="continue"``).
+  onboarding ends without it (``on_timeout="continue"``). A confirmation is of
+  the address its link named: a customer who goes back and changes the address
+  has the new one unconfirmed until its own link is opened.
 """
 
 from __future__ import annotations
@@ -182,9 +184,15 @@ def validate_confirmation(ctx: HookContext) -> str | None:
 
 
 def create_customer(ctx: HookContext) -> None:
+    """The ``confirm`` step's ``leave``: the customer as the onboarding has them now (left
+    again after going back, the row is updated)."""
+    email = ctx.state["email"]
+    # A confirmation is of the address its link named: another address is not confirmed.
+    Customer.objects.filter(onboarding=ctx.instance_id).exclude(email=email).update(
+        email_confirmed_at=None)
     Customer.objects.update_or_create(
         onboarding=ctx.instance_id,
-        defaults={"name": ctx.state["name"].strip(), "email": ctx.state["email"],
+        defaults={"name": ctx.state["name"].strip(), "email": email,
                   "plan": chosen_plan(ctx.state),
                   "user": ctx.user if getattr(ctx.user, "pk", None) else None})
 
