@@ -52,7 +52,7 @@ def test_a_schedule_id_with_a_nul_names_no_schedule(root_client, view):
     assert response.status_code == 302
     assert response["Location"] == reverse("admin:index")
     assert messages_of(response) == [
-        "schedule with ID “\x00” doesn’t exist. Perhaps it was deleted?"]
+        "schedule with ID \u201c\x00\u201d doesn\u2019t exist. Perhaps it was deleted?"]
 
 
 def test_deleting_a_schedule_with_a_nul_in_its_id_is_refused_as_deleting_any_is(root_client):
