@@ -78,7 +78,7 @@ def confirm_email(request: HttpRequest, token: str) -> HttpResponse:
     if request.method == "GET":
         return page("ask", email=email)
     try:
-        email_confirmation.confirm(token, link)
+        sent = email_confirmation.confirm(token, link)
     except InstanceNotFound:
         return page("unknown", 404, "We know no application this link is for any more.",
                     email)
@@ -92,6 +92,8 @@ def confirm_email(request: HttpRequest, token: str) -> HttpResponse:
                                        "nothing any more.", email)
     except WorkflowError as error:  # refused otherwise: said, never a server error
         return page("refused", 400, f"This link could not be used: {error}", email)
+    if sent.repeated and email_confirmation.is_confirmed(link):  # a second click
+        return page("already", email=email)
     return page("confirmed", email=email)
 
 
