@@ -28,6 +28,8 @@
 |      | not exist |
 | W030 | no sweep ran lately while deadlines or queued attempts are overdue |
 | W031 | the Tasks runner's backend cannot defer Tasks: its sweep cannot run |
+| W032 | unfinished instances of a workflow that is not registered, or at a version the code |
+|      | cannot load (newer, or older without a ``migrate``)                                |
 | W010 | ``django_workflows`` after ``django.contrib.admin``: no task inbox on the admin index |
 | W040 | DRF's ``DEFAULT_SCHEMA_CLASS`` is not drf-spectacular's (``api/checks.py``) |
 """
@@ -358,3 +360,46 @@ def check_sweep(app_configs: Any = None, databases: Any = None, **kwargs: Any
              "--with-scheduler --worker-class django_workflows.runners.tasks.rq_worker."
              "Worker`); or else `manage.py workflows_sweep --loop`.",
         id="django_workflows.W030")]
+
+
+@register(Tags.database)
+def check_orphaned_instances(app_configs: Any = None, databases: Any = None, **kwargs: Any
+                             ) -> list[Warning]:
+    """Unfinished instances whose workflow the code no longer has, or whose version it
+    cannot load (saved by newer code, or older without a migration): no command moves
+    them, and the sweep sets their deadlines aside (asked when the database is checked)."""
+    if not databases:
+        return []
+    instances = apps.get_model("django_workflows", "WorkflowInstance")
+    try:
+        found = list(instances.objects.exclude(status__in=("completed", "cancelled"))
+                     .order_by().values_list("workflow", "version").distinct()[:1000])
+    except DatabaseError:
+        return []  # not migrated yet
+    problems = []
+    for workflow, version in sorted(found):
+        definition = registry.find(workflow)
+        if definition is None:
+            what = f'workflow "{workflow}", which is not registered'
+        elif version > definition.version:
+            what = (f'workflow "{workflow}" at version {version}, newer than the code\'s '
+                    f"{definition.version}")
+        elif version < definition.version and definition.migrate is None:
+            what = (f'workflow "{workflow}" at version {version}, which version '
+                    f"{definition.version} cannot migrate (it has no migrate)")
+        else:
+            continue
+        rows = instances.objects.filter(workflow=workflow, version=version).exclude(
+            status__in=("completed", "cancelled"))
+        ids = [str(pk) for pk in rows.order_by("created_at").values_list("pk", flat=True)[:5]]
+        count = rows.count()
+        more = f" and {count - len(ids)} more" if count > len(ids) else ""
+        problems.append(f"{count} unfinished instance(s) of {what}: {', '.join(ids)}{more}")
+    if not problems:
+        return []
+    return [Warning(
+        "Instances the code can no longer move: " + "; ".join(problems),
+        hint="Register the workflow again, or give it a migrate for that version "
+             "(docs/versioning.md); or cancel or delete those instances. The sweep sets "
+             "their deadlines aside meanwhile (the admin's sweep failures).",
+        id="django_workflows.W032")]

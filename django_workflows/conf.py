@@ -36,6 +36,10 @@ DEFAULTS: dict[str, Any] = {
     # Every django-q2 worker, and every Tasks worker that lives on (db_worker), runs a sweeper
     # thread (one of them sweeps at a time).
     "SWEEP_IN_WORKERS": True,
+    # An item of the sweep (a deadline, a kept signal, a schedule...) that fails this many
+    # times in a row is set aside until someone tries it again (the admin's sweep failures);
+    # before that it is tried again later each time (SWEEP_INTERVAL doubled, up to 5 min).
+    "SWEEP_RETRIES": 5,
     # A queued attempt no worker claimed for this long is handed to the runner again.
     "REDISPATCH_AFTER": 120.0,
     # The Tasks runner (runners/tasks/): the backend (an alias of Django's TASKS setting) and

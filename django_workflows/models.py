@@ -381,6 +381,50 @@ class SweepLease(models.Model):
         return f"{self.name} held by {self.holder or 'nobody'}"
 
 
+class SweepItem(models.TextChoices):
+    """The kinds of what a sweep does, each item its own unit of work."""
+
+    DEADLINE = "deadline", _("Deadline")  # a timer, a step's timeout, a retry's delay, ...
+    ATTEMPT_TIMEOUT = "attempt-timeout", _("Attempt timeout")
+    SILENT_ATTEMPT = "silent-attempt", _("Silent worker's attempt")
+    LIMIT_KEY = "limit-key", _("Limit's key")  # its waiting attempts handed out
+    KEPT_SIGNAL = "kept-signal", _("Kept signal")
+    SCHEDULE = "schedule", _("Schedule")
+    RESULT = "result", _("Worker's result")  # kept on its attempt, not yet applied
+
+
+class SweepFailure(models.Model):
+    """An item of the sweep that raised: tried again after a while, each time later, and
+    set aside (quarantined) after ``SWEEP_RETRIES`` failures in a row, until someone tries
+    it again. The others go on (``services/sweep_items.py``)."""
+
+    kind = models.CharField(_("kind"), max_length=20, choices=SweepItem.choices)
+    key = models.CharField(_("item"), max_length=200)  # its row's key, as text
+    instance = models.ForeignKey(WorkflowInstance, verbose_name=_("instance"), null=True,
+                                 blank=True, on_delete=models.CASCADE,
+                                 related_name="sweep_failures")
+    error = models.TextField(_("error"))
+    failures = models.PositiveIntegerField(_("failures in a row"), default=1)
+    first_failed_at = models.DateTimeField(_("first failed"), default=timezone.now)
+    failed_at = models.DateTimeField(_("last failed"), default=timezone.now)
+    retry_at = models.DateTimeField(_("tried again at"), null=True, blank=True)
+    quarantined_at = models.DateTimeField(_("set aside"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("sweep failure")
+        verbose_name_plural = _("sweep failures")
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "key"], name="dwf_sweep_failure_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.key}"
+
+    @property
+    def set_aside(self) -> bool:
+        return self.quarantined_at is not None
+
+
 class TaskStatus(models.TextChoices):
     OPEN = "open", _("Open")
     DONE = "done", _("Done")

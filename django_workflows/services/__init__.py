@@ -60,6 +60,7 @@ from .functions import (
 from .schedules import fire_due_schedules, pause_schedule, resume_schedule
 from .signals import SignalSent, signal
 from .sweep import SweepReport, sweep
+from .sweep_items import retry_set_aside
 
 COMMAND_NAMES = tuple(engine.ACTIONS)  # the commands offered as actions
 
@@ -111,6 +112,7 @@ __all__ = [
     "resume",
     "resume_schedule",
     "retry",
+    "retry_set_aside",
     "rewind",
     "rollback",
     "signal",

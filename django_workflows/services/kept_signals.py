@@ -21,9 +21,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Q
 
-from .. import engine
+from .. import engine, registry
+from ..exceptions import StateTooLarge
 from ..models import SignalStatus, WorkflowInstance, WorkflowSignal
 from . import access
+from .persistence import check_state_size
 from .slots import lock_keys
 
 KeptSignalFinder = Callable[[str, str, str, str | None], engine.KeptSignal | None]
@@ -55,7 +57,8 @@ def kept_signal_finder(rows: Sequence[WorkflowInstance]) -> KeptSignalFinder:
             if instance_id in signal.taken_by:
                 continue  # it took this one before (a step waits for it again)
             sender, refusal = sender_of(signal)
-            refusal = refusal or sender_refusal(signal, sender, row, step)
+            refusal = refusal or sender_refusal(signal, sender, row, step) \
+                or too_large(row, step, signal.payload)
             if refusal is not None:
                 refuse(signal, refusal)
                 continue
@@ -64,6 +67,18 @@ def kept_signal_finder(rows: Sequence[WorkflowInstance]) -> KeptSignalFinder:
         return None
 
     return find
+
+
+def too_large(row: WorkflowInstance, step: str, payload: Any) -> str | None:
+    """Why ``payload`` would make the state too large to store, or None: a kept signal that
+    never fits must not fail every command that enters its step."""
+    definition = registry.find(row.workflow)
+    key = getattr(definition.step(step).wait, "key", None) if definition is not None else None
+    try:
+        check_state_size({**row.state, key or "": payload})
+    except StateTooLarge as error:
+        return f"With its payload the state would be too large: {error}"
+    return None
 
 
 def signal_key(workflow: str, name: str, correlation: str | None) -> str:

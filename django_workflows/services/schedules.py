@@ -13,9 +13,9 @@ again from scratch cannot make a due time's instance twice.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -26,8 +26,9 @@ from ..conf import workflow_settings
 from ..engine import FieldError
 from ..engine.schedules import Schedule, cron_library_installed
 from ..exceptions import NotAllowed, ReferenceTaken, WorkflowError, WorkflowNotMoved
-from ..models import Status, WorkflowInstance, WorkflowSchedule
+from ..models import Status, SweepItem, WorkflowInstance, WorkflowSchedule
 from .commands import create
+from .sweep_items import Items, held_back_keys
 
 logger = logging.getLogger("django_workflows")
 
@@ -38,10 +39,6 @@ ONE_MICROSECOND = timedelta(microseconds=1)
 # The next due time each row was last found to hold, for the schedule as declared: a
 # row that still holds it needs no reckoning on the next sweep.
 _checked: dict[str, tuple[Schedule, datetime | None]] = {}
-# Schedules whose firing failed unexpectedly, left alone until then (time.monotonic()): the
-# sweeper neither fails its turn for them nor wakes at once for them again.
-_resting: dict[str, float] = {}
-REST = 5.0
 
 
 class UnknownSchedule(WorkflowError, LookupError):
@@ -70,11 +67,13 @@ def schedule_named(schedule_id: str) -> Schedule:
     return schedule
 
 
-def sweepable() -> list[Schedule]:
+def sweepable(now: datetime) -> list[Schedule]:
     """The registered schedules a sweep can reckon (a cron one needs cronsim: check E053),
-    but those resting after a failure."""
-    now = time.monotonic()
-    return [s for s in registry.all_schedules() if _resting.get(s.id, 0.0) <= now
+    but those held back after a failure (``sweep_items.py``): the sweeper neither fails its
+    turn for them nor wakes at once for them again."""
+    schedules = registry.all_schedules()
+    held = held_back_keys(SweepItem.SCHEDULE, now) if schedules else set()
+    return [s for s in schedules if s.id not in held
             and (s.cron is None or cron_library_installed())]
 
 
@@ -116,10 +115,10 @@ def sync_schedules(now: datetime | None = None) -> None:
     A new schedule starts with its first due time after ``now``: nothing before it was
     missed. Cheap when nothing changed: one read of the rows.
     """
-    schedules = sweepable()
+    now = now or clock.now_datetime()
+    schedules = sweepable(now)
     if not schedules:
         return
-    now = now or clock.now_datetime()
     rows = {pk: (next_due_at, paused) for pk, next_due_at, paused in
             WorkflowSchedule.objects.filter(pk__in=[s.id for s in schedules])
             .values_list("pk", "next_due_at", "paused")}
@@ -145,7 +144,7 @@ def sync_schedules(now: datetime | None = None) -> None:
 
 def next_schedule_due_at() -> datetime | None:
     """When the next unpaused registered schedule falls due (a read of its index)."""
-    ids = [schedule.id for schedule in sweepable()]
+    ids = [schedule.id for schedule in sweepable(clock.now_datetime())]
     if not ids:
         return None
     return (WorkflowSchedule.objects.filter(pk__in=ids, paused=False, next_due_at__isnull=False)
@@ -155,13 +154,17 @@ def next_schedule_due_at() -> datetime | None:
 # -- firing ------------------------------------------------------------------------------
 
 
-def fire_due_schedules(now: datetime | None = None, limit: int = 100) -> int:
+def fire_due_schedules(now: datetime | None = None, limit: int = 100,
+                       report: Any = None) -> int:
     """Make the instances of the schedules due at ``now``; how many were made.
 
-    Any number of sweeps may run this at once: a due time makes one instance.
+    Any number of sweeps may run this at once: a due time makes one instance. Each
+    schedule is an item of the sweep of its own: one that raises is recorded and held
+    back a while (``sweep_items.py``), and neither stops the others nor the deadlines.
+    ``report``: the sweep's report, which counts the failures.
     """
     now = now or clock.now_datetime()
-    schedules = {schedule.id: schedule for schedule in sweepable()}
+    schedules = {schedule.id: schedule for schedule in sweepable(now)}
     if not schedules:
         return 0
     sync_schedules(now)
@@ -169,14 +172,11 @@ def fire_due_schedules(now: datetime | None = None, limit: int = 100) -> int:
     due = list(WorkflowSchedule.objects.filter(pk__in=list(schedules), paused=False,
                                                next_due_at__lte=now)
                .order_by("next_due_at").values_list("pk", flat=True)[:limit])
-    made = 0
-    for schedule_id in due:
-        try:
-            made += fire_schedule(schedules[schedule_id], now).made
-        except Exception:  # one schedule must not stop the others, nor the deadlines
-            logger.exception('Schedule "%s" could not be fired; trying again in %gs',
-                             schedule_id, REST)
-            _resting[schedule_id] = time.monotonic() + REST
+    items = Items(SweepItem.SCHEDULE, now)
+    made = sum(getattr(items.run(schedule_id, None, partial(
+        fire_schedule, schedules[schedule_id], now)), "made", 0) for schedule_id in due)
+    if report is not None:
+        report.failed += items.failed
     return made
 
 

@@ -43,17 +43,19 @@ from ..exceptions import (
     InstanceNotFound,
     InvalidPayload,
     NotAllowed,
+    StateTooLarge,
     UnknownSignal,
     WorkflowError,
     WorkflowNotMoved,
 )
-from ..models import SignalStatus, WorkflowInstance, WorkflowSignal
+from ..models import SignalStatus, SweepItem, WorkflowInstance, WorkflowSignal
 from ..storable import json_problems, problem_lines
 from . import access
 from .commands import id_of
 from .kept_signals import name_of, refuse, sender_of, sender_refusal, signal_key
 from .persistence import check_state_size, definition_of
 from .slots import lock_keys
+from .sweep_items import without_held_back
 from .unit import Applied, actor, deliver
 
 FINISHED = ("completed", "cancelled")
@@ -421,6 +423,11 @@ def awaiting(signal: WorkflowSignal) -> Any:
         **{instance_field: getattr(signal, signal_field)}).order_by("created_at", "pk")
 
 
+def first_awaiting(signal: WorkflowSignal) -> Any:
+    """The id of the oldest instance that waits for ``signal`` (None: none does)."""
+    return awaiting(signal).values_list("pk", flat=True).first()
+
+
 def hand_kept(signal: WorkflowSignal) -> int:
     """Hand a kept signal to the instances that wait for it now (every one, or the first:
     its fan-out), as its sender; the number that took it. Once it was handed to every
@@ -439,6 +446,9 @@ def hand_kept(signal: WorkflowSignal) -> int:
         except Busy:
             busy = True
             continue
+        except StateTooLarge as error:  # it would never fit: not kept for another try
+            refuse(signal, f"With its payload the state would be too large: {error}")
+            break
         if signal.status == SignalStatus.REFUSED:
             break
         if handed.taken:
@@ -452,18 +462,15 @@ def hand_kept(signal: WorkflowSignal) -> int:
     return taken
 
 
-def deliver_kept_signals(limit: int = 100) -> int:
-    """Hand kept signals to instances that wait for them now (a step that started waiting
-    while its signal was being recorded, or whose row was busy); the number taken."""
-    return sum(hand_kept(row) for row in kept_and_awaited(limit))
-
-
-def kept_and_awaited(limit: int) -> list[WorkflowSignal]:
-    """The oldest kept signals that an instance waits for now, a query per kind of address.
+def kept_and_awaited(now: datetime, limit: int = 100) -> list[WorkflowSignal]:
+    """The oldest kept signals that an instance waits for now (one whose row was busy, or
+    a hand-over not finished), a query per kind of address; those the sweep holds back
+    after a failure are left out (``sweep_items.py``). :func:`hand_kept` hands each over.
 
     Most kept signals came before their step, whose entry takes them: read first, however
     many, they would hide those the sweep can hand over now."""
-    kept = WorkflowSignal.objects.filter(status=SignalStatus.KEPT)
+    kept = without_held_back(WorkflowSignal.objects.filter(status=SignalStatus.KEPT),
+                             SweepItem.KEPT_SIGNAL, now)
     waiting = WorkflowInstance.objects.filter(workflow=OuterRef("workflow"),
                                               awaiting=OuterRef("name"))
     found: list[WorkflowSignal] = []

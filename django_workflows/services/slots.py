@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
 
 from django.db import connections, router, transaction
 from django.db.models import Q
@@ -232,16 +234,21 @@ def release_after(token: str) -> list[str]:
     return release([key]) if key else []
 
 
-def release_due(now: datetime, *, every_key: bool = False) -> int:
+def release_due(now: datetime, *, every_key: bool = False, each: Any = None) -> int:
     """Release the keys whose waiting attempt's time to look again came (``every_key``:
-    every key with waiting work, the sweep's whole look); the attempts handed out."""
+    every key with waiting work, the sweep's whole look); the attempts handed out.
+    ``each``: the sweep's ``Items`` that runs each key's release as an item of its own."""
     waiting = Attempt.objects.filter(status=AttemptStatus.WAITING)
     if not every_key:
         waiting = waiting.filter(look_again_at__lte=now)
     keys = {key for pair in waiting.values_list("limit_key", "rate_key").distinct()[:BATCH]
             for key in pair if key}
     # Each key on its own: a hot key's lock does not hold up the others.
-    return sum(len(release([key])) for key in sorted(keys))
+    if each is None:
+        return sum(len(release([key])) for key in sorted(keys))
+    held = each.held_back()
+    return sum(len(each.run(key, None, partial(release, [key])) or ())
+               for key in sorted(keys - held))
 
 
 def next_look_at() -> datetime | None:

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.db.models import Q
 
 from .. import clock
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, Deadline, SweepLease
+from ..models import Attempt, AttemptStatus, Deadline, SweepFailure, SweepItem, SweepLease
 from ..observability.observers import observed_sweep
 from .attempts import fire_attempt_timeout, fire_deadline, interrupt_attempt
 from .schedules import fire_due_schedules, next_schedule_due_at
-from .signals import deliver_kept_signals, expire_kept_signals
+from .signals import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .slots import next_look_at, release_due
+from .sweep_items import Items, without_held_back
+from .unit import hand_out
 
 LEASE = "sweep"
 
@@ -34,78 +37,126 @@ class SweepReport:
     redispatched: int = 0
     signals: int = 0  # kept signals handed to instances that wait for them now
     scheduled: int = 0  # instances the schedules made
+    failed: int = 0  # items that raised (recorded: services/sweep_items.py)
 
     def __bool__(self) -> bool:
         return bool(self.fired or self.interrupted or self.redispatched or self.signals
-                    or self.scheduled)
+                    or self.scheduled or self.failed)
 
     def __str__(self) -> str:
-        return (f"{self.fired} deadlines fired, {self.interrupted} attempts interrupted, "
-                f"{self.redispatched} attempts handed out again"
-                + (f", {self.signals} kept signals delivered" if self.signals else "")
-                + (f", {self.scheduled} scheduled runs made" if self.scheduled else ""))
+        return (f"{counted(self.fired, 'deadline')} fired, "
+                f"{counted(self.interrupted, 'attempt')} interrupted, "
+                f"{counted(self.redispatched, 'attempt')} handed out again"
+                + (f", {counted(self.signals, 'kept signal')} delivered" if self.signals
+                   else "")
+                + (f", {counted(self.scheduled, 'scheduled run')} made" if self.scheduled
+                   else "")
+                + (f", {counted(self.failed, 'item')} failed" if self.failed else ""))
+
+
+def counted(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 @observed_sweep
 def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
-    """One whole sweep: deadlines, silent workers, lost attempts, kept signals; recorded
-    as run."""
+    """One whole sweep: deadlines, silent workers, lost attempts, kept signals, schedules;
+    recorded as run. Each item is its own unit of work: one that raises is recorded and
+    the others go on (``sweep_items.py``)."""
     now = now or clock.now_datetime()
-    report = SweepReport(fired=fire_due_deadlines(now, limit))
-    report.interrupted = interrupt_silent_attempts(now, limit)
-    report.redispatched = redispatch_lost_attempts(now, limit)
-    report.signals = look_after_kept_signals(now)
-    report.scheduled = fire_due_schedules(now)
+    report = SweepReport()
+    report.fired = fire_due_deadlines(now, limit, report)
+    report.interrupted = interrupt_silent_attempts(now, limit, report)
+    report.redispatched = redispatch_lost_attempts(now, limit, report)
+    report.signals = look_after_kept_signals(now, report)
+    report.scheduled = fire_due_schedules(now, report=report)
     SweepLease.objects.filter(name=LEASE).update(swept_at=now)
     return report
 
 
-def look_after_kept_signals(now: datetime) -> int:
+def look_after_kept_signals(now: datetime, report: SweepReport | None = None) -> int:
     """Kept signals: handed to instances that wait for them now; expired when too old."""
     expire_kept_signals(now)
-    return deliver_kept_signals()
+    items = Items(SweepItem.KEPT_SIGNAL, now)
+    taken = sum(items.run(row.pk, partial(first_awaiting, row), partial(hand_kept, row)) or 0
+                for row in kept_and_awaited(now))
+    _count_failed(report, items)
+    return taken
 
 
-def fire_due_deadlines(now: datetime, limit: int = 500) -> int:
+def fire_due_deadlines(now: datetime, limit: int = 500,
+                       report: SweepReport | None = None) -> int:
     """Fire what is due, oldest first, each in its own unit of work: the deadline rows,
     then the running attempts' own timeouts, then the waiting attempts whose rate lets
-    them start now (``slots.py``)."""
-    due = Deadline.objects.filter(due_at__lte=now).order_by("due_at")
-    fired = sum(fire_deadline(deadline) for deadline in list(due[:limit]))
-    timed_out = Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__lte=now)
-    fired += sum(fire_attempt_timeout(token, instance_id) for token, instance_id
-                 in list(timed_out.values_list("token", "instance_id")[:limit]))
-    return fired + release_due(now)
+    them start now (``slots.py``). One that raises is recorded and held back a while
+    (``sweep_items.py``): it neither stops nor hides the others."""
+    deadlines = Items(SweepItem.DEADLINE, now)
+    due = without_held_back(Deadline.objects.filter(due_at__lte=now), deadlines.kind, now)
+    fired = sum(bool(deadlines.run(deadline.pk, deadline.instance_id,
+                                   partial(fire_deadline, deadline)))
+                for deadline in list(due.order_by("due_at")[:limit]))
+    timeouts = Items(SweepItem.ATTEMPT_TIMEOUT, now)
+    timed_out = without_held_back(Attempt.objects.filter(
+        status=AttemptStatus.RUNNING, timeout_at__lte=now), timeouts.kind, now)
+    fired += sum(bool(timeouts.run(token, instance_id,
+                                   partial(fire_attempt_timeout, token, instance_id)))
+                 for token, instance_id in list(timed_out.values_list("token", "instance_id")
+                                                [:limit]))
+    keys = Items(SweepItem.LIMIT_KEY, now)
+    fired += release_due(now, each=keys)
+    _count_failed(report, deadlines, timeouts, keys)
+    return fired
+
+
+def _count_failed(report: SweepReport | None, *items: Items) -> None:
+    if report is not None:
+        report.failed += sum(i.failed for i in items)
 
 
 def next_deadline_at() -> datetime | None:
-    """When the next deadline, attempt timeout or schedule falls due (a read of each one's
-    index)."""
-    times = [Deadline.objects.order_by("due_at").values_list("due_at", flat=True).first(),
-             Attempt.objects.filter(status=AttemptStatus.RUNNING, timeout_at__isnull=False)
+    """When the next deadline, attempt timeout or schedule falls due, or a failed item is
+    tried again (a read of each one's index): one held back is not due, or the sweeper
+    would wake for it again and again."""
+    now = clock.now_datetime()
+    times = [without_held_back(Deadline.objects.all(), SweepItem.DEADLINE, now)
+             .order_by("due_at").values_list("due_at", flat=True).first(),
+             without_held_back(Attempt.objects.filter(
+                 status=AttemptStatus.RUNNING, timeout_at__isnull=False),
+                 SweepItem.ATTEMPT_TIMEOUT, now)
              .order_by("timeout_at").values_list("timeout_at", flat=True).first(),
+             SweepFailure.objects.filter(retry_at__isnull=False).order_by("retry_at")
+             .values_list("retry_at", flat=True).first(),
              next_schedule_due_at(), next_look_at()]
     return min((t for t in times if t is not None), default=None)
 
 
-def interrupt_silent_attempts(now: datetime, limit: int = 500) -> int:
+def interrupt_silent_attempts(now: datetime, limit: int = 500,
+                              report: SweepReport | None = None) -> int:
     expired = now - timedelta(seconds=workflow_settings.HEARTBEAT_TIMEOUT)
-    silent = Attempt.objects.filter(status=AttemptStatus.RUNNING, heartbeat_at__lt=expired)
-    return sum(interrupt_attempt(token, instance_id=instance_id) for token, instance_id
-               in list(silent.values_list("token", "instance_id")[:limit]))
+    items = Items(SweepItem.SILENT_ATTEMPT, now)
+    silent = without_held_back(Attempt.objects.filter(
+        status=AttemptStatus.RUNNING, heartbeat_at__lt=expired), items.kind, now)
+    interrupted = sum(bool(items.run(token, instance_id, partial(
+        interrupt_attempt, token, instance_id=instance_id)))
+        for token, instance_id in list(silent.values_list("token", "instance_id")[:limit]))
+    _count_failed(report, items)
+    return interrupted
 
 
-def redispatch_lost_attempts(now: datetime, limit: int = 500) -> int:
+def redispatch_lost_attempts(now: datetime, limit: int = 500,
+                             report: SweepReport | None = None) -> int:
     """Hand out again attempts that no worker claimed for ``REDISPATCH_AFTER``; and the
     waiting attempts of every key that has room (a release lost with its process)."""
-    released = release_due(now, every_key=True)
+    keys = Items(SweepItem.LIMIT_KEY, now)
+    released = release_due(now, every_key=True, each=keys)
+    _count_failed(report, keys)
     lost_before = now - timedelta(seconds=workflow_settings.REDISPATCH_AFTER)
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)
     tokens = list(lost.values_list("token", flat=True)[:limit])
     if tokens:
         Attempt.objects.filter(token__in=tokens, status=AttemptStatus.QUEUED).update(
             enqueued_at=now)
-        workflow_settings.RUNNER().enqueue(tokens)
+        hand_out(workflow_settings.RUNNER(), tokens)  # a broker that fails: the next sweep
     return released + len(tokens)
 
 

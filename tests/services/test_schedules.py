@@ -15,7 +15,7 @@ import pytest
 from django_workflows import Schedule, clock, registry, services
 from django_workflows.engine import schedules as engine_schedules
 from django_workflows.exceptions import NotAllowed
-from django_workflows.models import WorkflowInstance, WorkflowSchedule
+from django_workflows.models import SweepFailure, WorkflowInstance, WorkflowSchedule
 from django_workflows.runners.sweeper import Sweeper
 from django_workflows.services import schedules as service_schedules
 from django_workflows.services.schedules import (
@@ -50,13 +50,6 @@ def references(schedule: Schedule) -> list[str]:
 
 def ref(schedule: Schedule, seconds: float) -> str:
     return schedule.reference(at(seconds))
-
-
-@pytest.fixture(autouse=True)
-def nothing_resting():
-    service_schedules._resting.clear()
-    yield
-    service_schedules._resting.clear()
 
 
 @pytest.fixture
@@ -379,7 +372,7 @@ def test_a_whole_sweep_fires_due_schedules_and_says_so():
         report = sweep(at(1))
 
         assert report.scheduled == 1 and references(schedule) == [ref(schedule, 0)]
-        assert str(report).endswith(", 1 scheduled runs made")
+        assert str(report).endswith(", 1 scheduled run made")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -401,7 +394,7 @@ def test_schedules_cost_the_sweep_no_query_when_none_is_registered(django_assert
         assert next_schedule_due_at() is None
 
 
-def test_a_schedule_that_fails_to_fire_rests_and_stops_neither_the_others_nor_the_sweep(
+def test_a_schedule_that_fails_to_fire_waits_and_stops_neither_the_others_nor_the_sweep(
         monkeypatch, caplog):
     broken, sound = every_minute(), Schedule("sound", workflow="scheduled-report", every=60)
     fire = service_schedules.fire_schedule
@@ -418,7 +411,9 @@ def test_a_schedule_that_fails_to_fire_rests_and_stops_neither_the_others_nor_th
             assert fire_due_schedules(at(1)) == 1
 
         assert references(sound) == [ref(sound, 0)]
-        assert 'Schedule "report-every-minute" could not be fired' in caplog.text
+        assert "The sweep could not do schedule report-every-minute" in caplog.text
+        failure = SweepFailure.objects.get(kind="schedule", key="report-every-minute")
+        assert failure.error == "RuntimeError: the database said no"
         assert next_schedule_due_at() == at(60)  # the sweeper does not spin on the broken one
 
 

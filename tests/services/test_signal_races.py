@@ -234,3 +234,22 @@ def test_a_signal_kept_for_busy_instances_is_handed_by_the_sweep_by_its_fan_out(
     steps = [WorkflowInstance.objects.get(pk=i.pk).current_step for i in listeners]
     assert steps.count("done") == takers
     assert WorkflowSignal.objects.get().status == SignalStatus.TAKEN
+
+
+def test_the_sweep_refuses_a_kept_signal_that_would_make_the_state_too_large(settings):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "LOCK_TIMEOUT": 0.5,
+                                 "MAX_STATE_BYTES": 400}
+    instance = services.next(services.create("payment", start=True, state={
+        "intent": "pi_big", "payment": None, "memo": "y" * 200}))
+    with dbutil.instance_locked_elsewhere(instance.pk):
+        sent = services.signal("payment", "payment-confirmed",
+                               {"amount": 5, "charge": "x" * 200}, correlation="pi_big")
+    assert sent.kept
+
+    report = services.sweep()
+    again = services.sweep()
+
+    signal = WorkflowSignal.objects.get()
+    assert signal.status == SignalStatus.REFUSED and "too large" in signal.detail
+    assert (report.failed, again.failed) == (0, 0)
+    assert WorkflowInstance.objects.get(pk=instance.pk).current_step == "await-payment"

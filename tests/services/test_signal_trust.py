@@ -293,3 +293,21 @@ def test_a_held_signal_of_an_instance_cancelled_while_paused_is_kept_again():
 
     signal = WorkflowSignal.objects.get(message_id="m1")
     assert (signal.status, signal.taken_by) == (SignalStatus.KEPT, [])
+
+
+# -- a kept signal that would never fit ---------------------------------------------------
+
+
+def test_a_kept_signal_too_large_for_the_state_is_refused_and_the_step_still_waits(settings):
+    settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "MAX_STATE_BYTES": 400}
+    payload = {"amount": 5, "note": "x" * 200}
+    services.signal("tenant-payment", "paid", payload, correlation="pi_big")
+    order = services.create("tenant-payment", start=True, state={
+        "tenant": "acme", "intent": "pi_big", "payment": None, "memo": "y" * 200})
+
+    services.next(order)  # enters the wait: the kept signal would make the state too large
+
+    row = reload(order)
+    assert (row.current_step, row.state["payment"]) == ("await-payment", None)
+    signal = WorkflowSignal.objects.get()
+    assert signal.status == SignalStatus.REFUSED and "too large" in signal.detail

@@ -264,5 +264,5 @@ def test_the_task_of_an_earlier_versions_schedule_sweeps_once_and_returns(timed_
     instance = services.create("timed", start=True)
     due_in(instance, -0.01)
     started = time.monotonic()
-    assert sweep_loop() == "1 deadlines fired, 0 attempts interrupted, 0 attempts handed out again"
+    assert sweep_loop() == "1 deadline fired, 0 attempts interrupted, 0 attempts handed out again"
     assert time.monotonic() - started < 5  # it no longer loops for a minute, holding a worker
