@@ -257,6 +257,9 @@ class AttemptStatus(models.TextChoices):
     INTERRUPTED = "interrupted", _("Interrupted")  # its worker stopped sending heartbeats
     DROPPED = "dropped", _("Dropped")  # stopped before it ran, or its result was stale
     WAITING = "waiting", _("Waiting for a slot")  # held back by its Limit or Rate
+    # It ended, and its result is kept on its row until its instance takes it: the lock of
+    # the instance stayed taken (services/attempts.py); the sweep applies it then.
+    REPORTED = "reported", _("Reported")
 
 
 class Attempt(models.Model):
@@ -297,6 +300,8 @@ class Attempt(models.Model):
     rate_key = models.CharField(max_length=200, blank=True, default="")
     rate_limit = models.PositiveIntegerField(null=True, blank=True)
     rate_per = models.FloatField(null=True, blank=True)
+    # Its outcome (AttemptOutcome as JSON), kept while it is reported and not yet applied.
+    result = models.JSONField(null=True, blank=True)
     # When it got its slot and went to the runner (None while it waits, or unlimited).
     handed_out_at = models.DateTimeField(null=True, blank=True)
     # A waiting attempt: when the sweep looks whether its slot is free (its rate's window
@@ -322,6 +327,8 @@ class Attempt(models.Model):
                          condition=Q(status="waiting") & ~Q(rate_key="")),
             models.Index(fields=["status", "look_again_at"], name="dwf_attempt_waiting",
                          condition=Q(status="waiting")),
+            models.Index(fields=["status", "finished_at"], name="dwf_attempt_reported",
+                         condition=Q(status="reported")),
         ]
 
     def __str__(self) -> str:

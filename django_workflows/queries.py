@@ -46,7 +46,8 @@ def live_attempts(instances: Iterable[WorkflowInstance]) -> dict[str, Mapping[st
     if not tokens:
         return {}
     rows = {row["token"]: row for row in Attempt.objects.filter(
-        token__in=tokens, status__in=(AttemptStatus.RUNNING, AttemptStatus.WAITING)).values(
+        token__in=tokens, status__in=(AttemptStatus.RUNNING, AttemptStatus.REPORTED,
+                                      AttemptStatus.WAITING)).values(
         "token", "status", "progress", "logs", "live_status", "heartbeat_at", "claimed_at",
         *LIMITS)}
     said: dict[tuple[Any, ...], str] = {}  # one count per limit, however many wait for it

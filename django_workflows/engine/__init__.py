@@ -95,6 +95,7 @@ from .snapshot import (
     WaitSnapshot,
     WorkflowSnapshot,
     from_json,
+    plain_json,
     to_json,
 )
 from .waits import Signal, Timer
@@ -195,6 +196,7 @@ __all__ = [
     "from_json",
     "load",
     "new_instance",
+    "plain_json",
     "reserved_keys",
     "to_json",
     "unclaimed_tokens",

@@ -279,6 +279,14 @@ def locked(row: WorkflowInstance) -> None:
     transaction.on_commit(unit.committed)  # before the unit's own: its work runs after
 
 
+def commanded(command: Any) -> None:
+    """The unit's engine command, known only once it ran under the lock (a signal's is made
+    there, once its sender was judged and the signal recorded)."""
+    units = _units()
+    if units and units[-1].detail is None:
+        units[-1].detail = command
+
+
 def wrote_at_once(row: WorkflowInstance, revision_before: int, began: float) -> None:
     """The core wrote the unit's target ``row`` in one statement that took its lock and
     committed (``began``: when it was sent; in an outer transaction the lock is held until

@@ -9,16 +9,20 @@ the instance's row lock. User code never runs inside either.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
 
 from .. import clock, engine
+from ..conf import workflow_settings
+from ..exceptions import Busy
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from ..observability import observers
 from .persistence import definition_of
-from .slots import release_after
+from .slots import release, release_after
 from .sql import Statement, statements
 from .unit import Applied, Options, fire, report, report_if_unchanged
 
@@ -35,6 +39,7 @@ class Claimed:
     snapshot: engine.WorkflowSnapshot  # that row, loaded (its result is applied to it)
     # The attempt's enqueued_at and trace_context, when the claim read them (observers).
     stored: tuple[Any, Any] | None = None
+    limit_key: str = ""  # its Limit's key as it was handed out: its end gives the slot on
 
 
 def claim_attempt(token: str, worker: str = "") -> Claimed | None:
@@ -45,7 +50,8 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
     instance for the work to run (``services/sql/attempts.py``).
     """
     at = clock.now()
-    claimed, row, stored = statements().attempts.claim(token, at, timezone.now(), worker)
+    claimed, row, stored, limit_key = statements().attempts.claim(token, at, timezone.now(),
+                                                                   worker)
     if not claimed:
         logger.info("Attempt %s was stopped or taken by another worker, or its instance "
                     "was deleted; not running it", token)
@@ -61,7 +67,7 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
             status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
         release_after(token)
         return None
-    return Claimed(work, at, row, snapshot, stored)
+    return Claimed(work, at, row, snapshot, stored, limit_key or "")
 
 
 def finish_attempt(token: str, result: engine.AttemptOutcome, *,
@@ -71,13 +77,13 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
 
     The attempt's row gets the last progress and log lines, in the same round trip
     as the instance where the database allows. ``claimed_at``, from its worker,
-    records the claim with it without asking the attempt's row.
+    records the claim with it without asking the attempt's row. A lock that stays taken
+    loses nothing: the result is kept on the attempt's row first (:func:`report_kept`).
     """
     instance_id = instance_id or _instance_of(token)
     if instance_id is None:
         return False
-    finished = _finished(token, report(str(instance_id), engine.AttemptFinished(token, result),
-                                       _finish_options(token, result, claimed_at)))
+    finished = report_kept(str(instance_id), token, result, claimed_at)
     release_after(token)
     return finished
 
@@ -85,36 +91,93 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
 def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
     """:func:`finish_attempt` for the worker that claimed it: written in one statement on
     the instance as its claim read it if no one changed it since
-    (:func:`~.unit.report_if_unchanged`), else under the lock."""
+    (:func:`~.unit.report_if_unchanged`), else kept on its row and reported under the
+    lock (:func:`report_kept`). Its end gives its key's slot on, the key it was handed
+    out under (the definition may say otherwise by now)."""
     token = claimed.work.token
-    options = _finish_options(token, result, claimed.at)
+    applied = report_if_unchanged(claimed.row, engine.AttemptFinished(token, result),
+                                  _finish_options(token, result, claimed.at),
+                                  loaded=claimed.snapshot)
+    finished = _finished(token, applied) if applied is not None else report_kept(
+        claimed.work.snapshot.id, token, result, claimed.at)
+    if claimed.limit_key:
+        release([claimed.limit_key])
+    return finished
+
+
+TRIES = 3  # a report whose instance stays locked is tried this often, then left to the sweep
+BETWEEN_TRIES = 0.5  # seconds before the second try, twice that before the third
+
+
+def report_kept(instance_id: str, token: str, result: engine.AttemptOutcome,
+                claimed_at: float | None) -> bool:
+    """Keep the result on the attempt's row (status ``reported``), then report it under the
+    instance's lock, tried again a few times while the lock stays taken; the sweep
+    applies what is still kept (:func:`apply_kept_result`). Nothing a worker did is lost
+    to a busy row, and the work does not run again. True unless the result was stale."""
+    kept = statements().attempts.changed_by(statements().attempts.update_of(token, {
+        "status": AttemptStatus.REPORTED, "result": engine.plain_json(result),
+        "finished_at": timezone.now(), "live_status": "", **_last_words(result)},
+        only_if=AttemptStatus.RUNNING))
     command = engine.AttemptFinished(token, result)
-    applied = report_if_unchanged(claimed.row, command, options, loaded=claimed.snapshot) \
-        or report(claimed.work.snapshot.id, command, options)
-    if limited(claimed.work):
-        release_after(token)
-    return _finished(token, applied)
+    options = _finish_options(token, result, claimed_at, kept=bool(kept))
+    for attempt in range(TRIES if kept else 1):
+        if attempt:
+            time.sleep(BETWEEN_TRIES * 2 ** (attempt - 1))
+        try:
+            return _finished(token, report(instance_id, command, options))
+        except Busy:
+            if not kept:
+                raise
+    logger.warning("Attempt %s: its instance %s stayed locked; its result is kept, and the "
+                   "sweep applies it", token, instance_id)
+    return True
 
 
-def limited(work: engine.Work) -> bool:
-    """Whether the work is held to a Limit (its end frees a slot)."""
-    declared = work.operation or work.branch
-    return declared is not None and declared.concurrency is not None
+def still_trying() -> timedelta:
+    """How long a worker may still be trying to report a result it kept: the sweep applies
+    it after that."""
+    tries = float(workflow_settings.LOCK_TIMEOUT) * TRIES + BETWEEN_TRIES * 2 ** TRIES
+    return timedelta(seconds=tries)
 
 
-def _finish_options(token: str, result: engine.AttemptOutcome, claimed_at: float | None
-                    ) -> Options:
+def apply_kept_result(token: str, instance_id: Any, result: Any) -> bool:
+    """A result a worker kept on its attempt's row and could not report (its instance
+    stayed locked), applied by the sweep; False when it was stale by then."""
+    outcome = engine.AttemptOutcome.from_json(result or {})
+    finished = _finished(token, report(str(instance_id), engine.AttemptFinished(token, outcome),
+                                       _finish_options(token, outcome, None, kept=True)))
+    release_after(token)
+    return finished
+
+
+def _last_words(result: engine.AttemptOutcome) -> dict[str, Any]:
+    """The last progress and log lines an attempt reported, for its row."""
+    values: dict[str, Any] = {}
+    if result.progress is not None:
+        values["progress"] = asdict(result.progress)
+    if result.logs:
+        values["logs"] = list(result.logs)
+    return values
+
+
+def _finish_options(token: str, result: engine.AttemptOutcome, claimed_at: float | None, *,
+                    kept: bool = False) -> Options:
+    """How the attempt's row is written with its instance's: finished (or dropped when it
+    was stale or told to stop). ``kept``: its result was kept on the row first, so the
+    row is written only while it still is (whoever applies it first, applies it)."""
     def record(outcome: engine.Outcome) -> list[Statement]:
-        values: dict[str, Any] = {"finished_at": timezone.now(), "live_status": ""}
-        if result.progress is not None:
-            values["progress"] = asdict(result.progress)
-        if result.logs:
-            values["logs"] = list(result.logs)
+        values: dict[str, Any] = {"live_status": ""}
+        if kept:
+            values["result"] = None
+        else:
+            values.update(finished_at=timezone.now(), **_last_words(result))
         if not outcome.moved:
             values["status"] = AttemptStatus.DROPPED
         # Told to stop (cancel, timeout): whatever it returned was discarded.
-        return [statements().attempts.update_of(token, values,
-                                                finished_unless_stopped=outcome.moved)]
+        return [statements().attempts.update_of(
+            token, values, finished_unless_stopped=outcome.moved,
+            only_if=AttemptStatus.REPORTED if kept else None)]
 
     return Options(writes=record,
                    known_claims=None if claimed_at is None else {token: claimed_at})

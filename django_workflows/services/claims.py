@@ -18,6 +18,9 @@ from typing import Any
 from .. import engine
 from ..models import Attempt, AttemptStatus
 
+# A worker claimed them: running, or ended with a result kept on the row (reported).
+CLAIMED = (AttemptStatus.RUNNING, AttemptStatus.REPORTED)
+
 
 def claims_of(tree: engine.WorkflowSnapshot, *, known: Mapping[str, float] | None = None,
               lock: bool = True, running: Mapping[str, Mapping[str, Any]] | None = None
@@ -46,5 +49,5 @@ def claims_of(tree: engine.WorkflowSnapshot, *, known: Mapping[str, float] | Non
             rows = rows.select_for_update()
         claimed += [(owners[token], token, claimed_at.timestamp()) for token, status, claimed_at
                     in rows.values_list("token", "status", "claimed_at")
-                    if status == AttemptStatus.RUNNING and claimed_at is not None]
+                    if status in CLAIMED and claimed_at is not None]
     return sorted(claimed, key=lambda claim: claim[2])

@@ -32,7 +32,7 @@ from ..models import (
     WorkflowTask,
 )
 from ..observability import observers
-from .slots import UNCLAIMED, release, take_slots
+from .slots import UNCLAIMED, release, release_resumed, take_slots
 from .sql import EventRow, Statement, statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
@@ -110,6 +110,11 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     saved.dispatch = _store_effects(outcome.effects)
     _store_tasks(saved.rows, outcome.effects)
     _store_signals_taken(saved.rows, outcome.effects)
+    paused = {node.id for node in before.tree() if node.status == "paused"}
+    resumed = [node.id for node in outcome.snapshot.tree()
+               if node.id in paused and node.status != "paused"]
+    if resumed:  # their attempts that wait for a slot may take one now
+        transaction.on_commit(partial(release_resumed, resumed))
     return saved
 
 

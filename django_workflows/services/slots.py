@@ -159,7 +159,10 @@ def waiting_in_order(keys: set[str], after: tuple[datetime, str] | None = None
     bound: tuple[datetime, str] | None = None  # the oldest last row of a full page
     for field in ("limit_key", "rate_key"):
         for key in keys:
-            rows = Attempt.objects.filter(**{field: key}, status=AttemptStatus.WAITING)
+            # A paused instance's wait on: its attempts start when it resumes (no new work
+            # is handed out while paused), and let the others of the key pass meanwhile.
+            rows = Attempt.objects.filter(**{field: key}, status=AttemptStatus.WAITING) \
+                .exclude(instance__status="paused")
             if after is not None:
                 rows = rows.filter(Q(enqueued_at__gt=after[0])
                                    | Q(enqueued_at=after[0], token__gt=after[1]))
@@ -226,6 +229,14 @@ def release(keys: Iterable[str]) -> list[str]:
             from .unit import hand_out  # unit -> persistence -> here
             transaction.on_commit(lambda: hand_out(workflow_settings.RUNNER(), handed))
     return handed
+
+
+def release_resumed(instance_ids: Iterable[str]) -> list[str]:
+    """Instances that were paused resumed: their waiting attempts may take a free slot."""
+    keys = {key for pair in Attempt.objects.filter(
+        instance_id__in=list(instance_ids), status=AttemptStatus.WAITING)
+        .values_list("limit_key", "rate_key") for key in pair if key}
+    return release(keys) if keys else []
 
 
 def release_after(token: str) -> list[str]:

@@ -14,13 +14,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db.models import Q
+from django.db.models import Count, Q, QuerySet
 
 from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline, SweepFailure, SweepItem, SweepLease
 from ..observability.observers import observed_sweep
-from .attempts import fire_attempt_timeout, fire_deadline, interrupt_attempt
+from .attempts import (
+    apply_kept_result,
+    fire_attempt_timeout,
+    fire_deadline,
+    interrupt_attempt,
+    still_trying,
+)
 from .schedules import fire_due_schedules, next_schedule_due_at
 from .signals import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .slots import next_look_at, release_due
@@ -104,8 +110,21 @@ def fire_due_deadlines(now: datetime, limit: int = 500,
                                                 [:limit]))
     keys = Items(SweepItem.LIMIT_KEY, now)
     fired += release_due(now, each=keys)
-    _count_failed(report, deadlines, timeouts, keys)
+    results = Items(SweepItem.RESULT, now)
+    fired += sum(bool(results.run(token, instance_id, partial(
+        apply_kept_result, token, instance_id, result)))
+        for token, instance_id, result in list(kept_results(now).values_list(
+            "token", "instance_id", "result")[:limit]))
+    _count_failed(report, deadlines, timeouts, keys, results)
     return fired
+
+
+def kept_results(now: datetime) -> QuerySet[Attempt]:
+    """The results workers kept on their attempts' rows and could not report (their
+    instance stayed locked) and no longer try to: the sweep applies them."""
+    return without_held_back(Attempt.objects.filter(
+        status=AttemptStatus.REPORTED, finished_at__lte=now - still_trying()),
+        SweepItem.RESULT, now, field="token")
 
 
 def _count_failed(report: SweepReport | None, *items: Items) -> None:
@@ -126,8 +145,16 @@ def next_deadline_at() -> datetime | None:
              .order_by("timeout_at").values_list("timeout_at", flat=True).first(),
              SweepFailure.objects.filter(retry_at__isnull=False).order_by("retry_at")
              .values_list("retry_at", flat=True).first(),
+             _after_trying(without_held_back(
+                 Attempt.objects.filter(status=AttemptStatus.REPORTED), SweepItem.RESULT, now,
+                 field="token").order_by("finished_at").values_list("finished_at", flat=True)
+                 .first()),
              next_schedule_due_at(), next_look_at()]
     return min((t for t in times if t is not None), default=None)
+
+
+def _after_trying(finished_at: datetime | None) -> datetime | None:
+    return None if finished_at is None else finished_at + still_trying()
 
 
 def interrupt_silent_attempts(now: datetime, limit: int = 500,
@@ -193,6 +220,8 @@ def release_lease(holder: str) -> None:
 class SweepHealth:
     swept_at: datetime | None  # when a sweep last ran (None: never)
     overdue: int  # deadlines and unclaimed attempts waiting well past their time (capped)
+    set_aside: int = 0  # items that failed SWEEP_RETRIES times in a row, until tried again
+    retrying: int = 0  # items that failed and are tried again later (sweep_items.py)
 
     @property
     def stuck(self) -> bool:
@@ -206,15 +235,19 @@ def grace() -> timedelta:
 
 
 def sweep_health(now: datetime | None = None, cap: int = 100) -> SweepHealth:
-    """Whether sweeps run; the overdue work is only counted (up to ``cap``) when not."""
+    """Whether sweeps run (the overdue work is only counted, up to ``cap``, when not), and
+    how many items failed: set aside, or still tried again."""
     now = now or clock.now_datetime()
     swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
+    failing = SweepFailure.objects.aggregate(  # one count of a table that is mostly empty
+        set_aside=Count("pk", filter=Q(quarantined_at__isnull=False)),
+        retrying=Count("pk", filter=Q(quarantined_at__isnull=True)))
     if swept_at is not None and swept_at >= now - grace():
-        return SweepHealth(swept_at, 0)
+        return SweepHealth(swept_at, 0, **failing)
     late = now - grace()
     deadlines = len(Deadline.objects.filter(due_at__lt=late).values_list("pk", flat=True)[:cap])
     unclaimed = len(Attempt.objects.filter(
         status=AttemptStatus.QUEUED, enqueued_at__lt=late).values_list("pk", flat=True)[:cap])
     timed_out = len(Attempt.objects.filter(
         status=AttemptStatus.RUNNING, timeout_at__lt=late).values_list("pk", flat=True)[:cap])
-    return SweepHealth(swept_at, min(cap, deadlines + unclaimed + timed_out))
+    return SweepHealth(swept_at, min(cap, deadlines + unclaimed + timed_out), **failing)

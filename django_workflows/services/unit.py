@@ -162,6 +162,8 @@ def deliver(instance_id: str, *, prepare: Callable[[WorkflowInstance], engine.Co
         command = prepare(row_of(chain, instance_id))
         if command is None:
             return None
+        if observers.active:
+            observers.commanded(command)
         applied = apply_locked(chain, instance_id, command, Options(user=user))
         then(applied)
     return applied

@@ -28,13 +28,15 @@ def field_of(name: str) -> Field[Any, Any]:
 
 class Claim(NamedTuple):
     """A claim's answer: whether the attempt was still queued, its instance as committed
-    (None when the attempt or its instance is gone), and the attempt's ``enqueued_at``
+    (None when the attempt or its instance is gone), the attempt's ``enqueued_at``
     and ``trace_context`` when the claim read them on its way (PostgreSQL; None: it did
-    not, and observers that want them read the row)."""
+    not, and observers that want them read the row), and the key of its ``Limit``, as
+    it was handed out ("" for none): its end gives that key's slot on."""
 
     claimed: bool
     row: WorkflowInstance | None
     stored: tuple[Any, Any] | None = None
+    limit_key: str = ""
 
 
 class AttemptStatements:
@@ -46,7 +48,8 @@ class AttemptStatements:
         self.table = self.connection.ops.quote_name(Attempt._meta.db_table)
         self.where_token = f"{self.column('token')} = %s"
         self.update_sql: dict[tuple[Any, ...], str] = {}
-        self.read_attempt = (f"SELECT {self.column('instance')}, {self.column('timeout')} "
+        self.read_attempt = (f"SELECT {self.column('instance')}, {self.column('timeout')}, "
+                             f"{self.column('limit_key')} "
                              f"FROM {self.table} WHERE {self.where_token}")
 
     def column(self, name: str) -> str:
@@ -61,7 +64,7 @@ class AttemptStatements:
             found = cursor.fetchone()
         if found is None:
             return Claim(False, None)
-        instance_id, timeout = found
+        instance_id, timeout, limit_key = found
         claimed_at = to_datetime(at)
         changed = self.changed_by(self.update_of(token, {
             "status": AttemptStatus.RUNNING, "claimed_at": claimed_at,
@@ -70,7 +73,7 @@ class AttemptStatements:
         }, only_if=AttemptStatus.QUEUED))
         if not changed:
             return Claim(False, None)
-        return Claim(True, self.instances.row(instance_id))
+        return Claim(True, self.instances.row(instance_id), limit_key=limit_key)
 
     def update_of(self, token: str, values: Mapping[str, Any], *, only_if: str | None = None,
                   finished_unless_stopped: bool = False) -> Statement:

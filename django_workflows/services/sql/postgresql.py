@@ -174,8 +174,10 @@ class PsycopgClientBindingAttempts(AttemptStatements):
             f"{column('live_status')} = %s, {column('timeout_at')} = CASE WHEN "
             f"{timeout} <> 0 THEN %s::timestamptz + {timeout} * interval '1 second' END "
             f"WHERE {self.where_token} AND {column('status')} = %s "
-            # For observers (observability/): read on the way, not in a round trip of its own.
-            f"RETURNING {column('enqueued_at')}, {column('trace_context')}")
+            # For observers (observability/), and the key whose slot its end gives on: read
+            # on the way, not in a round trip of its own.
+            f"RETURNING {column('enqueued_at')}, {column('trace_context')}, "
+            f"{column('limit_key')}")
         self.claimed_instance = (
             f"{instances.select_columns} WHERE {instances.pk_column} = "
             f"(SELECT {column('instance')} FROM {table} WHERE {self.where_token})")
@@ -195,7 +197,8 @@ class PsycopgClientBindingAttempts(AttemptStatements):
             stored = None if returned is None else (
                 returned[0], json.loads(returned[1]) if isinstance(returned[1], str)
                 else returned[1])  # jsonb as text: Django's loader, for JSONField
-            return Claim(claimed, self.instances.reader.first(cursor.fetchall()), stored)
+            return Claim(claimed, self.instances.reader.first(cursor.fetchall()), stored,
+                         returned[2] if returned is not None else "")
 
 
 class PsycopgClientBinding(PostgreSQL):
