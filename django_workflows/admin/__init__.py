@@ -10,7 +10,8 @@ from __future__ import annotations
 from .events import WorkflowEventAdmin
 from .instances import WorkflowInstanceAdmin
 from .schedules import WorkflowScheduleAdmin
+from .sweep_failures import SweepFailureAdmin
 from .tasks import WorkflowTaskAdmin
 
-__all__ = ["WorkflowEventAdmin", "WorkflowInstanceAdmin", "WorkflowScheduleAdmin",
-           "WorkflowTaskAdmin"]
+__all__ = ["SweepFailureAdmin", "WorkflowEventAdmin", "WorkflowInstanceAdmin",
+           "WorkflowScheduleAdmin", "WorkflowTaskAdmin"]

@@ -52,6 +52,7 @@ from .recovery import recovery_context, status_badge
 from .request_limits import csrf_protect_within_limits, post_limit_problem
 from .storable_lookups import StorableLookupsAdmin
 from .sweep_banner import SweepBanner
+from .sweep_failures import instance_failures_context, retry_instance_failures
 from .waiting import SignalForm, send_signal, waiting_context
 from .workflow_page import period_of, workflow_page_context
 
@@ -206,8 +207,9 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
     @csrf_protect_within_limits  # a post too large to read gets the form, not a bare 400
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        """The instance page; its forms post commands (``_command``), a state (``_state``) or
-        the signal it waits for (``_signal``)."""
+        """The instance page; its forms post commands (``_command``), a state (``_state``),
+        the signal it waits for (``_signal``) or *Try again* of its sweep failures
+        (``_retry_sweep``)."""
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
             # Django's own answer (a private method, so not in the stubs).
@@ -220,6 +222,9 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
             unreadable = post_limit_problem(request)  # too large to read: change nothing
             if not unreadable and "_command" in request.POST:
                 self._command(request, instance)
+                return HttpResponseRedirect(request.get_full_path())
+            if not unreadable and "_retry_sweep" in request.POST:
+                retry_instance_failures(self, request, instance)
                 return HttpResponseRedirect(request.get_full_path())
             if not unreadable and "_signal" in request.POST:
                 signal_form = SignalForm(request.POST)
@@ -324,7 +329,7 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
             "unavailable": [b for b in commands if not b.allowed], "state_form": state_form,
             "can_edit_state": found["update_state"].allowed,
             **waiting_context(request, instance, signal_form), **recovery_context(instance),
-            **context}
+            **instance_failures_context(instance, can_change), **context}
 
     def live_view(self, request: HttpRequest, object_id: str) -> JsonResponse:
         """Status, operations and branches as JSON, polled by the instance page.

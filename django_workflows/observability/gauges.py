@@ -1,7 +1,8 @@
 """The gauges a scrape reads from the tables: instances by workflow and status, open and
-overdue tasks, queued attempts, and the time since the last sweep.
+overdue tasks, queued attempts, the time since the last sweep, and what the sweep could
+not do.
 
-Each is one query on an index of its table (four in all), read by the process that
+Each is one query on an index of its table (five in all), read by the process that
 answers the scrape, whatever the number of workers, and kept for ``METRICS_CACHE``
 seconds, so that several scrapers (or a scrape of every web process) cost one read.
 """
@@ -15,13 +16,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Min
+from django.db.models import Count, Min, Q
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from .. import clock
 from ..conf import workflow_settings
-from ..models import Attempt, AttemptStatus, SweepLease, TaskStatus, WorkflowInstance, WorkflowTask
+from ..models import (
+    Attempt,
+    AttemptStatus,
+    SweepFailure,
+    SweepItem,
+    SweepLease,
+    TaskStatus,
+    WorkflowInstance,
+    WorkflowTask,
+)
 from ..services.sweep import LEASE
 from .metrics import PREFIX
 
@@ -38,10 +48,13 @@ class Reading:
     oldest_queued: float = 0.0  # seconds the oldest queued attempt has waited
     waiting: int = 0  # attempts held back by their key's Limit or Rate
     since_sweep: float = math.inf  # no sweep ever ran: +Inf
+    # The sweep's failed items by (kind, state): "retrying" or "set_aside".
+    sweep_failures: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def read() -> Reading:
-    """One reading of the tables (four indexed queries)."""
+    """One reading of the tables (five queries, four on an index; the sweep's failures are
+    a table that is mostly empty)."""
     now = clock.now()
     instances = {(row["workflow"], row["status"]): row["n"] for row in
                  WorkflowInstance.objects.order_by().values("workflow", "status")
@@ -62,12 +75,18 @@ def read() -> Reading:
         if status == AttemptStatus.QUEUED:
             oldest = first
     swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
+    sweep_failures: dict[tuple[str, str], int] = {}
+    for kind, aside, n in (SweepFailure.objects.order_by().values_list("kind").annotate(
+            aside=Count("pk", filter=Q(quarantined_at__isnull=False)), n=Count("pk"))):
+        sweep_failures[(kind, "set_aside")] = aside
+        sweep_failures[(kind, "retrying")] = n - aside
     return Reading(
         read_at=time.monotonic(), instances=instances, open_tasks=open_tasks,
         overdue_tasks=overdue_tasks, queued=counts.get(AttemptStatus.QUEUED, 0),
         waiting=counts.get(AttemptStatus.WAITING, 0),
         oldest_queued=max(now - oldest.timestamp(), 0.0) if oldest else 0.0,
-        since_sweep=max(now - swept_at.timestamp(), 0.0) if swept_at else math.inf)
+        since_sweep=max(now - swept_at.timestamp(), 0.0) if swept_at else math.inf,
+        sweep_failures=sweep_failures)
 
 
 class TableGauges(Collector):
@@ -110,8 +129,15 @@ class TableGauges(Collector):
         for workflow, count in sorted(reading.open_tasks.items()):
             open_tasks.add_metric([workflow], count)
             overdue.add_metric([workflow], reading.overdue_tasks.get(workflow, 0))
+        failures = GaugeMetricFamily(f"{PREFIX}_sweep_failures", "Items the sweep could not "
+                                     "do, by kind and state: retrying (tried again later) or "
+                                     "set_aside (until someone tries them again).",
+                                     labels=["kind", "state"])
+        for kind in SweepItem.values:  # every kind, 0 too: a bounded set of series
+            for state in ("retrying", "set_aside"):
+                failures.add_metric([kind, state], reading.sweep_failures.get((kind, state), 0))
         return [
-            instances, open_tasks, overdue,
+            instances, open_tasks, overdue, failures,
             GaugeMetricFamily(f"{PREFIX}_attempts_queued", "Attempts handed out that no "
                               "worker claimed yet.", value=reading.queued),
             GaugeMetricFamily(f"{PREFIX}_attempts_queued_oldest_seconds", "How long the "

@@ -1,13 +1,14 @@
-"""The sweep's warning on the admin's index page (see ``admin/sweep_banner.py``)."""
+"""The sweep's banner on the admin's index page (see ``admin/sweep_banner.py``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import template
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from ..admin.sweep_banner import sweep_warning
+from ..admin.sweep_banner import sweep_notices
 
 register = template.Library()
 
@@ -17,6 +18,10 @@ def workflows_sweep_banner(context: Any) -> str:
     user = getattr(context.get("request"), "user", None)
     if user is None or not user.is_staff:
         return ""
-    text = sweep_warning()
-    return mark_safe(f'<ul class="messagelist" id="dwf-sweep-banner"><li class="warning">'
-                     f"{text}</li></ul>") if text else ""
+    notices = sweep_notices(user)
+    if not notices:
+        return ""
+    # Each notice's HTML is our own text and numbers; no user input in it.
+    lines = format_html_join("", '<li class="{}">{}</li>',
+                             ((notice.tag, mark_safe(notice.html)) for notice in notices))
+    return format_html('<ul class="messagelist" id="dwf-sweep-banner">{}</ul>', lines)

@@ -40,10 +40,11 @@ from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from django_workflows import Schedule
+from django_workflows import Schedule, services
 from django_workflows.engine import EVENT_TYPES
 from django_workflows.models import (
     Status,
+    SweepFailure,
     WorkflowEvent,
     WorkflowInstance,
     WorkflowSchedule,
@@ -280,6 +281,7 @@ def test_every_page_the_app_registers_answers_hostile_ids_and_queries_without_a_
 
     from tests.strategies import nasty_text
     from tests.testapp.schedules import registered
+    from tests.testapp.sweep_failures import instance_of_a_removed_workflow, later
 
     root = UserFactory(username="fuzzer", superuser=True)
     nobody = UserFactory(username="no-permissions", is_staff=True)
@@ -305,13 +307,16 @@ def test_every_page_the_app_registers_answers_hostile_ids_and_queries_without_a_
             failures.append(f"{response.status_code} to {who}: {method} {url[:120]} "
                             f"{str(data)[:120]}: {error!r}"[:400])
 
-    with registered(Schedule("fuzzed-schedule", workflow="scheduled-report", every=60)):
+    with registered(Schedule("fuzzed-schedule", workflow="scheduled-report", every=60)), \
+            instance_of_a_removed_workflow():
         sync_schedules()
+        services.sweep(now=later())  # a real failure of the sweep: its workflow is gone
         instance = WorkflowInstanceFactory(owner=root, workflow="admin-undated", start=True)
         valid = {WorkflowInstance: str(instance.pk),
                  WorkflowEvent: str(WorkflowEvent.objects.filter(instance=instance).first().pk),
                  WorkflowTask: str(WorkflowTask.objects.get(instance=instance).pk),
-                 WorkflowSchedule: "fuzzed-schedule"}
+                 WorkflowSchedule: "fuzzed-schedule",
+                 SweepFailure: str(SweepFailure.objects.get().pk)}
         pages = app_pages()
         assert {page.model for page in pages} >= set(valid), "a registered model is not listed"
 
