@@ -37,6 +37,13 @@ The checks:
     No more attempts of a ``Limit``'s key ran at once than its ``max`` (by their
     claims and ends); no attempt waits for a slot of a key that has had room for
     longer than the sweep takes to notice.
+``signals``
+    No signal of a refused sender was recorded or taken (by the row's sender and by
+    the events'); every signal recorded as taken was taken by the instances it names.
+
+A deadline the sweep set aside after it failed (a ``SweepFailure`` row: a workflow a
+deploy removed, a poisoned row) is not overdue: it waits, with its error, for someone to
+try it again; the summary counts them.
 """
 
 from __future__ import annotations
@@ -116,6 +123,9 @@ class Data:
     reservations: list[dict[str, Any]] = field(default_factory=list)
     bookings: list[dict[str, Any]] = field(default_factory=list)
     shipments: list[dict[str, Any]] = field(default_factory=list)
+    signals: list[dict[str, Any]] = field(default_factory=list)
+    sweep_failures: list[dict[str, Any]] = field(default_factory=list)
+    users: dict[str, str] = field(default_factory=dict)  # id -> username (signal senders)
 
     def attempts_of(self, instance_id: str) -> list[dict[str, Any]]:
         if not hasattr(self, "_by_instance"):
@@ -130,6 +140,11 @@ def _rows(cursor: Any, sql: str) -> list[dict[str, Any]]:
     cursor.execute(sql)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _rows_of(cursor: Any, sql: str) -> list[tuple[Any, ...]]:
+    cursor.execute(sql)
+    return [tuple(row) for row in cursor.fetchall()]
 
 
 def _tables(connection: Any, cursor: Any) -> set[str]:
@@ -175,11 +190,25 @@ def load(connection: Any, now: datetime | None = None) -> Data:
             for name in ("enqueued_at", "claimed_at", "heartbeat_at", "finished_at"):
                 row[name] = _time(row[name])
             data.attempts[row["token"]] = row
-        for row in _rows(cursor, "SELECT instance_id, kind, token, due_at "
+        for row in _rows(cursor, "SELECT id, instance_id, kind, token, due_at "
                                  "FROM django_workflows_deadline"):
             row["instance_id"] = _id(row["instance_id"])
             row["due_at"] = _time(row["due_at"])
             data.deadlines.append(row)
+        if "django_workflows_sweepfailure" in tables:
+            # Every column: "key" is a reserved word to MySQL, and quoting differs.
+            for row in _rows(cursor, "SELECT * FROM django_workflows_sweepfailure"):
+                row["instance_id"] = _id(row["instance_id"])
+                data.sweep_failures.append(row)
+        for row in _rows(cursor, "SELECT id, workflow, name, message_id, status, sender_id, "
+                                 "sender_name, CAST(taken_by AS TEXT) AS taken_by "
+                                 "FROM django_workflows_workflowsignal"):
+            row["taken_by"] = _json(row["taken_by"]) or []
+            row["sender_id"] = None if row["sender_id"] is None else str(row["sender_id"])
+            data.signals.append(row)
+        if "auth_user" in tables:
+            data.users = {str(pk): name for pk, name in
+                          _rows_of(cursor, "SELECT id, username FROM auth_user")}
         if "shop_charge" in tables:
             data.charges = _rows(cursor, "SELECT id, reference, amount_cents, payment_method, "
                                          "status FROM shop_charge")
@@ -384,8 +413,12 @@ def check_live_work(data: Data, limits: Limits) -> list[str]:
 def check_deadlines(data: Data, limits: Limits) -> list[str]:
     """No deadline left unfired, no step past its timeout, no retry delay over unnoticed."""
     violations = []
+    set_aside = {failure["key"] for failure in data.sweep_failures
+                 if failure["kind"] == "deadline"}
     for deadline in data.deadlines:
         late = data.now - deadline["due_at"]
+        if str(deadline["id"]) in set_aside:
+            continue  # the sweep recorded why it cannot fire it: it waits to be tried again
         if late > limits.overdue and deadline["instance_id"] in data.instances:
             row = data.instances[deadline["instance_id"]]
             violations.append(f"{row['workflow']} {deadline['instance_id']}: {deadline['kind']} "
@@ -567,8 +600,35 @@ def check_limits(data: Data, limits: Limits) -> list[str]:
 
 # -- all together ----------------------------------------------------------------------------
 
-def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = None
-              ) -> dict[str, list[str]]:
+def check_signals(data: Data, refused_senders: Iterable[str] = ()) -> list[str]:
+    """No signal of a refused sender (by username) was recorded or taken; each signal
+    recorded as taken was taken by the instances its row names."""
+    violations = []
+    refused = set(refused_senders)
+    for signal in data.signals:
+        name = signal["sender_name"] or data.users.get(signal["sender_id"] or "", "")
+        if name in refused:
+            violations.append(f'signal {signal["id"]} ({signal["name"]}) of refused sender '
+                              f'"{name}" was recorded ({signal["status"]})')
+        if signal["status"] == "taken" and signal["message_id"] is not None:
+            for instance_id in signal["taken_by"]:
+                events = data.events.get(instance_id, [])
+                if instance_id in data.instances and not any(
+                        e["type"] == "signal" and e["data"].get("message_id")
+                        == signal["message_id"] for e in events):
+                    violations.append(f'signal {signal["id"]} says instance {instance_id} '
+                                      "took it, and its events do not")
+    for instance_id, events in data.events.items():
+        for event in events:
+            sender = event["data"].get("sender") if event["type"] == "signal" else None
+            if sender is not None and data.users.get(str(sender)) in refused:
+                violations.append(f"instance {instance_id} took a signal of refused sender "
+                                  f'"{data.users[str(sender)]}" (event {event["sequence"]})')
+    return violations
+
+
+def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = None,
+              refused_senders: Iterable[str] = ()) -> dict[str, list[str]]:
     """Every check's violations by name (an empty list: it holds)."""
     results = {
         "history": check_history(data),
@@ -577,6 +637,7 @@ def check_all(data: Data, limits: Limits, *, seen: Mapping[str, int] | None = No
         "payments": check_payments(data),
         "stock": check_stock(data),
         "limits": check_limits(data, limits),
+        "signals": check_signals(data, refused_senders),
     }
     if seen is not None:
         results["acknowledged"] = check_acknowledged(data, seen)
@@ -646,4 +707,7 @@ def summary(data: Data) -> dict[str, Any]:
     return {"instances": len(data.instances),
             "events": sum(len(e) for e in data.events.values()),
             "by_status": dict(sorted(by_status.items())), "attempts": dict(attempts),
-            "charges": len(data.charges or []), "refunds": len(data.refunds)}
+            "charges": len(data.charges or []), "refunds": len(data.refunds),
+            "signals": dict(Counter(s["status"] for s in data.signals)),
+            "sweep_failures": [{key: str(value) for key, value in f.items()}
+                               for f in data.sweep_failures[:10]]}

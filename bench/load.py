@@ -28,7 +28,13 @@ resumes or finishes rollbacks, as the docs tell operators to.
 
 Faults, in the same run: ``kill -9`` of a worker at random intervals (one
 running an attempt), one restart of PostgreSQL, and (Redis
-broker) a stop of Redis that loses its queue, then a start. Halfway through,
+broker) a stop of Redis that loses its queue, then a start. A **refused sender**
+(``load-refused``: the change permission on instances, but the order's permission rule
+refuses it ``"signal"``) sends ``payment-confirmed`` to the clients' orders by id and by
+correlation all along: every one must answer 403 and leave nothing behind (invariant
+``signals``). A **poisoned row**, an instance of a workflow no deploy has any longer
+with a deadline due, is put in the database at 45 %: the sweep must set it aside with
+its error while every other deadline fires (invariant ``deadlines``). Halfway through,
 ``manage.py workflows_purge`` deletes pre-seeded finished instances while the
 load runs; its cost is the latency of the requests served meanwhile.
 
@@ -61,6 +67,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -102,6 +109,8 @@ PY = sys.executable
 ARTIFACTS = ROOT / "artifacts" / "load"
 OPERATOR = "load-operator"
 FAULTS_USER = "load-faults"  # places the slow orders whose workers the injector kills
+REFUSED = "load-refused"  # sends signals the order's permission rule refuses
+RETIRED = "retired-flow"  # the workflow of the poisoned row: registered nowhere
 INTERRUPTED = "Workflow work was interrupted and must be retried"
 PLANT_AHEAD = 3.0  # seconds before a kill is due that a kill target may be placed
 PLANT_AGAIN = 4.0  # seconds after which a target that never became killable is replaced
@@ -153,10 +162,12 @@ SEED_EVENTS = [("start", ""), ("step-enter", "payment"), ("validate", "payment")
 STEPS = ["payment", "preparation", "shipment", "completion"]
 
 SETUP = """
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from example_project.shop.models import StockItem
 User.objects.create_superuser("{operator}", "op@example.com", "{password}")
 User.objects.create_user("{faults_user}", "faults@example.com", "{password}")
+refused = User.objects.create_user("{refused}", "refused@example.com", "{password}")
+refused.user_permissions.add(Permission.objects.get(codename="change_workflowinstance"))
 for n in range({clients}):
     User.objects.create_user(f"load-{{n}}", f"load-{{n}}@example.com", "{password}")
 for sku, price in {items!r}:
@@ -179,6 +190,8 @@ class Run:
         self.faults: list[Fault] = []
         self.targets = 0  # slow orders the injector placed to have a worker to kill
         self.target_client: Client | None = None
+        self.refused_answers: Counter[int] = Counter()  # the refused sender's, by status
+        self.poisoned: tuple[str, int] | None = None  # its instance and deadline
         self.deaths: list[str] = []
         self.purge: dict[str, Any] = {}
         self.rng = random.Random(config.seed)
@@ -220,7 +233,7 @@ class Run:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.database}"')
             conn.execute(f'CREATE DATABASE "{self.database}" TEMPLATE "{template}"')
         self.manage("shell", "-c", SETUP.format(operator=OPERATOR, faults_user=FAULTS_USER,
-                                                password=PASSWORD,
+                                                refused=REFUSED, password=PASSWORD,
                                                 clients=self.config.clients,
                                                 items=ORDER_ITEMS))
         self.seed_finished(self.config.seed_finished)
@@ -320,6 +333,7 @@ class Run:
     def inject(self, stop: threading.Event) -> None:
         c = self.config
         pg_at = c.seconds * 0.35
+        poison_at: float | None = c.seconds * 0.45
         redis_at = c.seconds * 0.7 if self.redis is not None else None
         next_kill = self.rng.uniform(*c.kill_every)
         planted_at: float | None = None
@@ -332,6 +346,14 @@ class Run:
                 self.faults.append(Fault("postgres-restart", started, self.now()))
                 log(f"{self.broker}: restarted PostgreSQL in {self.now() - started:.1f}s")
                 pg_at, quiet_until = None, self.now() + SETTLE
+            elif poison_at is not None and now >= poison_at:
+                started = self.now()
+                self.poison()
+                assert self.poisoned is not None
+                self.faults.append(Fault("poisoned-row", started, self.now(),
+                                         f"instance {self.poisoned[0]} of workflow "
+                                         f'"{RETIRED}", deadline {self.poisoned[1]} due'))
+                poison_at = None
             elif redis_at is not None and now >= redis_at and self.redis is not None:
                 started = self.now()
                 self.redis.stop()
@@ -358,6 +380,45 @@ class Run:
                     self.plant_target()
                     planted_at = now
             stop.wait(0.2)
+
+    def poison(self) -> None:
+        """An instance of a workflow a deploy removed, with a timer due now: rows as the
+        library wrote them, whose workflow no process knows any longer."""
+        snapshot = json.dumps({"history": ["wait"], "completed_steps": [], "skipped_steps": [],
+                               "errors": [], "operations": [], "parallel": []})
+        with self.pg.connect(self.database) as conn:
+            instance = conn.execute(
+                "INSERT INTO django_workflows_workflowinstance (id, workflow, version, status, "
+                "state, current_step, snapshot, parent_step, revision, last_event, created_at, "
+                "updated_at, started_at) VALUES (gen_random_uuid(), %s, 1, 'running', "
+                "'{}'::jsonb, 'wait', %s::jsonb, '', 1, 3, now(), now(), now()) RETURNING id",
+                [RETIRED, snapshot]).fetchone()[0]
+            conn.execute(
+                "INSERT INTO django_workflows_workflowevent (instance_id, sequence, type, step, "
+                "revision, data, created_at) VALUES (%s, 1, 'start', '', 1, '{}', now()), "
+                "(%s, 2, 'step-enter', 'wait', 1, '{}', now()), "
+                "(%s, 3, 'timer-wait', 'wait', 1, '{}', now())", [instance] * 3)
+            deadline = conn.execute(
+                "INSERT INTO django_workflows_deadline (instance_id, kind, token, due_at) "
+                "VALUES (%s, 'timer', 'poisoned', now() - interval '1 second') RETURNING id",
+                [instance]).fetchone()[0]
+        self.poisoned = (str(instance), int(deadline))
+        log(f"{self.broker}: poisoned row: instance {instance} of {RETIRED}, deadline due")
+
+    def send_refused(self, stop: threading.Event) -> None:
+        """The refused sender, all along: each of its signals must answer 403."""
+        client = Client(self.base, REFUSED, self.stats)
+        rng = random.Random(self.config.seed + 7)
+        while not stop.wait(rng.uniform(0.3, 1.0)):
+            ids = list(self.stats.seen)
+            address = {"instance": rng.choice(ids)} if ids and rng.random() < 0.7 \
+                else {"correlation": f"ch_{rng.randrange(10**6)}"}
+            status, _ = client.call("POST", "/api/signals/", "refused", {
+                "workflow": "order-fulfilment", "signal": "payment-confirmed",
+                "payload": {"charge": "ch_forged", "amount_cents": 1, "currency": "EUR"},
+                "message_id": f"refused-{uuid.uuid4().hex}", **address}, expect=(403,))
+            with self.stats.lock:
+                self.refused_answers[status] += 1
 
     def plant_target(self) -> None:
         if self.target_client is None:
@@ -417,11 +478,14 @@ class Run:
                    for n in range(c.clients)]
         faults_stop = threading.Event()
         injector = threading.Thread(target=self.inject, args=(faults_stop,), daemon=True)
+        refuser = threading.Thread(target=self.send_refused, args=(faults_stop,), daemon=True)
         for thread in threads:
             thread.start()
         operator.start()
         if c.faults:
             injector.start()
+            refuser.start()
+            started = self.now()
         purged = False
         while time.monotonic() < end:
             self.supervise()
@@ -435,6 +499,10 @@ class Run:
             thread.join(timeout=90)
         if c.faults:
             injector.join(timeout=60)
+            refuser.join(timeout=60)
+            answers = dict(sorted(self.refused_answers.items()))
+            self.faults.append(Fault("refused-sender", started, self.now(),
+                                     f"{sum(answers.values())} signals sent, answered {answers}"))
         self.load_seconds = self.now()
         return operator
 
@@ -470,7 +538,7 @@ class Run:
         limits = invariants.Limits(heartbeat_timeout=c.heartbeat_timeout,
                                    sweep_interval=c.sweep_interval, slack=10)
         seen = {pk: rev for pk, rev in self.stats.seen.items()}
-        results = invariants.check_all(data, limits, seen=seen)
+        results = invariants.check_all(data, limits, seen=seen, refused_senders={REFUSED})
         load_ids = {i for i, r in data.instances.items() if not r["state"].get("seeded")}
         hit = {i for i in load_ids
                if any(e["type"] == "resume" for e in data.events.get(i, ()))}
@@ -491,7 +559,8 @@ class Run:
         faults = []
         for fault in self.faults:
             after = sum(1 for t in completes if t > fault.ended)
-            faults.append({**asdict(fault), "survived": after > 0, "completed_after": after})
+            faults.append({**asdict(fault), "survived": after > 0 and self.held(fault, data),
+                           "completed_after": after})
         return {
             "broker": self.broker, "load_seconds": round(self.load_seconds, 1),
             "drain_seconds": round(drained, 1), "http": self.http_report(),
@@ -512,6 +581,17 @@ class Run:
             "invariant_violations": violations,
             "database": invariants.summary(data),
         }
+
+    def held(self, fault: Fault, data: invariants.Data) -> bool:
+        """What a fault must leave, besides completions after it: the refused sender was
+        answered 403 every time (and ``signals`` holds), the poisoned row's deadline was
+        set aside by the sweep with its error, the others fired (``deadlines`` holds)."""
+        if fault.kind == "refused-sender":
+            return set(self.refused_answers) == {403}
+        if fault.kind == "poisoned-row" and self.poisoned is not None:
+            return any(f["kind"] == "deadline" and f["key"] == str(self.poisoned[1])
+                       and RETIRED in f["error"] for f in data.sweep_failures)
+        return True
 
     def completion_times(self) -> list[float]:
         """When instances completed, in seconds since the load started."""
