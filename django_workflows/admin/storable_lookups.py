@@ -38,13 +38,19 @@ def unstorable(text: str) -> bool:
     return bool(json_problems(text))
 
 
+LARGEST_KEY = 2**63 - 1  # of a 64-bit integer: no integer column holds more
+
+
 def names_no_row(model: type[Model], value: str) -> bool:
     """Whether ``value`` cannot be the primary key of any row of ``model``: not of its
-    type (a UUID that is not one), or text no column can hold."""
+    type (a UUID that is not one), an integer no column can hold (SQLite refuses it with
+    an error), or text no column can hold."""
     try:
         key = model._meta.pk.to_python(value)
     except (ValidationError, ValueError, TypeError):
         return True
+    if isinstance(key, int):
+        return not -LARGEST_KEY - 1 <= key <= LARGEST_KEY
     return isinstance(key, str) and unstorable(key)
 
 

@@ -46,10 +46,9 @@ def unswept_notice(health: SweepHealth) -> Notice | None:
         return None
     since = (f"since {timezone.localtime(health.swept_at):%Y-%m-%d %H:%M:%S}"
              if health.swept_at else "yet")
-    many = f"{health.overdue}{'+' if health.overdue >= 100 else ''}"
     return Notice(messages.WARNING, (
-        f"No sweep has run {since}, and {many} deadlines or queued attempts are overdue: "
-        f"nothing times out and no retry delay ends. {HINT}"))
+        f"No sweep has run {since}, and {_many(health.overdue)} deadlines or queued attempts "
+        f"are overdue: nothing times out and no retry delay ends. {HINT}"))
 
 
 def may_see_failures(user: Any) -> bool:
@@ -58,8 +57,13 @@ def may_see_failures(user: Any) -> bool:
                for action in ("view", "change"))
 
 
+def _many(n: int) -> str:
+    """A count of sweep_health's, which stops at 100."""
+    return f"{n}{'+' if n >= 100 else ''}"
+
+
 def _items(n: int) -> str:
-    return f"{n} item{'' if n == 1 else 's'}"
+    return f"{_many(n)} item{'' if n == 1 else 's'}"
 
 
 def _link(user: Any, state: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Q, QuerySet
 
 from .. import clock
 from ..conf import workflow_settings
@@ -220,8 +220,10 @@ def release_lease(holder: str) -> None:
 class SweepHealth:
     swept_at: datetime | None  # when a sweep last ran (None: never)
     overdue: int  # deadlines and unclaimed attempts waiting well past their time (capped)
-    set_aside: int = 0  # items that failed SWEEP_RETRIES times in a row, until tried again
-    retrying: int = 0  # items that failed and are tried again later (sweep_items.py)
+    # Items that failed SWEEP_RETRIES times in a row, until tried again; and items that
+    # failed and are tried again later (sweep_items.py). Capped as overdue is.
+    set_aside: int = 0
+    retrying: int = 0
 
     @property
     def stuck(self) -> bool:
@@ -236,12 +238,12 @@ def grace() -> timedelta:
 
 def sweep_health(now: datetime | None = None, cap: int = 100) -> SweepHealth:
     """Whether sweeps run (the overdue work is only counted, up to ``cap``, when not), and
-    how many items failed: set aside, or still tried again."""
+    how many items failed (up to ``cap``): set aside, or still tried again."""
     now = now or clock.now_datetime()
     swept_at = SweepLease.objects.filter(name=LEASE).values_list("swept_at", flat=True).first()
-    failing = SweepFailure.objects.aggregate(  # one count of a table that is mostly empty
-        set_aside=Count("pk", filter=Q(quarantined_at__isnull=False)),
-        retrying=Count("pk", filter=Q(quarantined_at__isnull=True)))
+    failures = SweepFailure.objects.values_list("pk", flat=True)  # mostly none: counted (capped)
+    failing = {"set_aside": len(failures.filter(quarantined_at__isnull=False)[:cap]),
+               "retrying": len(failures.filter(quarantined_at__isnull=True)[:cap])}
     if swept_at is not None and swept_at >= now - grace():
         return SweepHealth(swept_at, 0, **failing)
     late = now - grace()

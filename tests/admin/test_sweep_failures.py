@@ -174,6 +174,14 @@ def test_try_again_lets_the_next_sweep_fire_the_deadline_once_its_cause_is_mende
     assert WorkflowInstance.objects.get(pk=removed.pk).current_step == "after"
 
 
+def test_try_again_leaves_out_a_selected_id_no_integer_column_holds(root_client, set_aside):
+    response = root_client.post(failures_url(), {
+        "action": "try_again", "index": "0", ACTION_CHECKBOX_NAME: ["9" * 30, set_aside.pk]})
+
+    assert messages_of(response) == ["The sweep tries 1 item again on its next turn."]
+    assert not SweepFailure.objects.exists()
+
+
 def test_staff_who_may_only_see_sweep_failures_cannot_try_them_again(set_aside):
     watcher = logged_in(with_permissions("watcher", "view_sweepfailure"))
 
