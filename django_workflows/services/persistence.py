@@ -98,6 +98,7 @@ class Saved:
     rows: dict[str, WorkflowInstance]
     events: list[EventRow] = field(default_factory=list)
     dispatch: list[str] = field(default_factory=list)  # attempt tokens to hand to the runner
+    signals: dict[Any, WorkflowSignal] = field(default_factory=dict)  # as the command left them
 
 
 def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
@@ -109,7 +110,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     statements().write(changed, saved.events, also)
     saved.dispatch = _store_effects(outcome.effects)
     _store_tasks(saved.rows, outcome.effects)
-    _store_signals_taken(saved.rows, outcome.effects)
+    saved.signals = _store_signals_taken(saved.rows, outcome.effects)
     paused = {node.id for node in before.tree() if node.status == "paused"}
     resumed = [node.id for node in outcome.snapshot.tree()
                if node.id in paused and node.status != "paused"]
@@ -277,18 +278,21 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
     return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
 
 
-def _store_signals_taken(rows: dict[str, WorkflowInstance],
-                         effects: tuple[engine.Effect, ...]) -> None:
+def _store_signals_taken(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]
+                         ) -> dict[Any, WorkflowSignal]:
     """Each signal's row as the command left it for its instance (``TakeSignal``): taken
     (the instance joins ``taken_by``; a signal still being handed over to instances that
     were busy stays kept for them), refused (with why), held by a paused instance, or kept
-    again. Its row is locked already: the signal's delivery or the step's look locked it."""
+    again. Its row is locked already: the signal's delivery or the step's look locked it.
+    The rows, by their key."""
+    settled: dict[Any, WorkflowSignal] = {}
     for effect in effects:
         if not isinstance(effect, engine.TakeSignal):
             continue
         row = WorkflowSignal.objects.filter(pk=effect.signal_id).first()
         if row is None:
             continue
+        settled[row.pk] = row
         taker, handing_over = effect.instance_id, row.status == SignalStatus.KEPT
         others = [pk for pk in row.taken_by if pk != taker]
         if effect.fate == "refused":
@@ -303,6 +307,7 @@ def _store_signals_taken(rows: dict[str, WorkflowInstance],
             instance = rows.get(taker)
             row.taken_at = instance.updated_at if instance is not None else timezone.now()
         row.save(update_fields=["status", "detail", "taken_by", "taken_at"])
+    return settled
 
 
 def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]) -> None:

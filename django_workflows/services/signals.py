@@ -229,10 +229,6 @@ def hand_over(signal: WorkflowSignal, instance_id: str, user: Any, *, keep: bool
 
     def prepare(target: WorkflowInstance) -> engine.ReceiveSignal | None:
         handed.instance = target
-        if signal.pk is None and signal.message_id is not None:
-            handed.repeat = _seen(signal)  # recorded while this one waited for the lock
-            if handed.repeat is not None:
-                return None
         if signal.pk is not None and not _still_to_hand(signal, instance_id):
             return None
         refusal = sender_refusal(signal, user, target)
@@ -243,7 +239,7 @@ def hand_over(signal: WorkflowSignal, instance_id: str, user: Any, *, keep: bool
             return None
         if signal.pk is None:
             signal.status = SignalStatus.TAKEN  # as it will be: never seen as kept meanwhile
-            handed.repeat = _insert(signal)
+            handed.repeat = _insert(signal)  # or the same message, recorded meanwhile
             if handed.repeat is not None:
                 return None
         return engine.ReceiveSignal(
@@ -255,7 +251,10 @@ def hand_over(signal: WorkflowSignal, instance_id: str, user: Any, *, keep: bool
         handed.instance = applied.instance
         if applied.outcome.moved:
             handed.taken = True
-            signal.refresh_from_db()  # as the unit of work settled it (persistence)
+            settled = applied.signals.get(signal.pk)  # as the unit of work left it
+            if settled is not None:
+                signal.status, signal.taken_by = settled.status, settled.taken_by
+                signal.taken_at, signal.detail = settled.taken_at, settled.detail
             return
         refusal = applied.refusal
         assert refusal is not None

@@ -27,7 +27,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -78,6 +78,7 @@ class Applied:
     outcome: engine.Outcome
     instance: WorkflowInstance
     definition: engine.Workflow  # the root's
+    signals: Mapping[Any, Any] = field(default_factory=dict)  # rows it settled (TakeSignal)
 
     @property
     def refusal(self) -> WorkflowNotMoved | None:
@@ -220,7 +221,7 @@ def apply_locked(chain: list[WorkflowInstance], instance_id: str, command: engin
     saved = save_outcome(chain, tree, outcome, actor=actor(user),
                          also=options.writes(outcome) if options.writes is not None else ())
     after_commit(saved)
-    return Applied(outcome, saved.rows[instance_id], definition)
+    return Applied(outcome, saved.rows[instance_id], definition, saved.signals)
 
 
 def row_of(chain: list[WorkflowInstance], instance_id: str) -> WorkflowInstance:
