@@ -18,7 +18,7 @@ from django_workflows.runners.worker import run_attempt
 from tests.dbutil import instance_locked_elsewhere
 from tests.services.test_background import HOLDING, HoldingRunner
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.real_locks]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 ORIGIN = "tests.services.test_results_kept"
 charged: list[str] = []  # each run of the charge: work that must not run twice
@@ -46,6 +46,7 @@ def row(instance) -> WorkflowInstance:
     return WorkflowInstance.objects.get(pk=instance.pk)
 
 
+@pytest.mark.real_locks
 def test_a_result_whose_instance_stays_locked_is_kept_and_the_sweep_applies_it(charging):
     instance = services.create("charging", start=True)
     (token,) = HoldingRunner.held
@@ -65,6 +66,7 @@ def test_a_result_whose_instance_stays_locked_is_kept_and_the_sweep_applies_it(c
     assert (attempt.status, attempt.result) == (AttemptStatus.FINISHED, None)
 
 
+@pytest.mark.real_locks
 def test_a_kept_result_is_applied_once_whoever_applies_it(charging):
     instance = services.create("charging", start=True)
     (token,) = HoldingRunner.held
@@ -81,50 +83,45 @@ def test_a_kept_result_is_applied_once_whoever_applies_it(charging):
     assert Attempt.objects.get(token=token).status == AttemptStatus.FINISHED
 
 
-def test_a_slot_is_given_on_by_the_attempt_s_own_key_after_the_definition_changed():
-    limited = Workflow(id="limited", steps=[Step("work", advance="auto", operations=[
-        Operation("op", run=lambda ctx: "done", concurrency=Limit("one", max=1))])])
-    registry.register(limited, origin=ORIGIN)
+def one_at_a_time(limit: Limit | None) -> Workflow:
+    operation = Operation("op", run=lambda ctx: "done", concurrency=limit)
+    return Workflow(id="limited", steps=[Step("work", advance="auto", operations=[operation])])
+
+
+@pytest.fixture
+def limited() -> Iterator[None]:
+    """A workflow whose operation runs one at a time (``Limit("one", max=1)``)."""
+    registry.register(one_at_a_time(Limit("one", max=1)), origin=ORIGIN)
     HoldingRunner.held.clear()
-    try:
-        with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
-            first, second = (services.create("limited", start=True) for _ in range(2))
-            assert len(HoldingRunner.held) == 1  # the second waits for the slot
-            # A deploy drops the limit while the first runs.
-            registry.unregister("limited")
-            registry.register(Workflow(id="limited", steps=[
-                Step("work", advance="auto", operations=[
-                    Operation("op", run=lambda ctx: "done")])]), origin=ORIGIN)
-
-            run_attempt(HoldingRunner.held[0])
-
-            assert len(HoldingRunner.held) == 2  # its slot went to the second at once
-            assert row(first).status == "completed"
-            del second
-    finally:
-        registry.unregister("limited")
+    with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
+        yield
+    registry.unregister("limited")
 
 
-def test_a_paused_instance_s_waiting_attempt_does_not_start_when_a_slot_frees():
-    limited = Workflow(id="limited", steps=[Step("work", advance="auto", operations=[
-        Operation("op", run=lambda ctx: "done", concurrency=Limit("one", max=1))])])
-    registry.register(limited, origin=ORIGIN)
-    HoldingRunner.held.clear()
-    try:
-        with override_settings(DJANGO_WORKFLOWS={"RUNNER": HOLDING}):
-            first = services.create("limited", start=True)
-            second = services.create("limited", start=True)
-            services.pause(second)
+def test_a_slot_is_given_on_by_the_attempt_s_own_key_after_the_definition_changed(limited):
+    first = services.create("limited", start=True)
+    services.create("limited", start=True)
+    assert len(HoldingRunner.held) == 1  # the second waits for the slot
+    registry.unregister("limited")  # a deploy drops the limit while the first runs
+    registry.register(one_at_a_time(None), origin=ORIGIN)
 
-            run_attempt(HoldingRunner.held[0])  # the slot frees: the second is paused
+    run_attempt(HoldingRunner.held[0])
 
-            assert len(HoldingRunner.held) == 1
-            waiting = Attempt.objects.get(instance=second)
-            assert waiting.status == AttemptStatus.WAITING
+    assert len(HoldingRunner.held) == 2  # its slot went to the second at once
+    assert row(first).status == "completed"
 
-            services.resume(second)  # now it may start
 
-            assert len(HoldingRunner.held) == 2
-            assert row(first).status == "completed"
-    finally:
-        registry.unregister("limited")
+def test_a_paused_instance_s_waiting_attempt_does_not_start_when_a_slot_frees(limited):
+    first = services.create("limited", start=True)
+    second = services.create("limited", start=True)
+    services.pause(second)
+
+    run_attempt(HoldingRunner.held[0])  # the slot frees: the second is paused
+
+    assert len(HoldingRunner.held) == 1
+    assert Attempt.objects.get(instance=second).status == AttemptStatus.WAITING
+
+    services.resume(second)  # now it may start
+
+    assert len(HoldingRunner.held) == 2
+    assert row(first).status == "completed"
