@@ -27,8 +27,8 @@ from .attempts import (
     interrupt_attempt,
     still_trying,
 )
+from .hand_over import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .schedules import fire_due_schedules, next_schedule_due_at
-from .signals import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .slots import next_look_at, release_due
 from .sweep_items import Items, without_held_back
 from .unit import hand_out
