@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
-from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
+from django.db.models import BigIntegerField, IntegerField, Q, QuerySet
+from django.db.models.fields import AutoFieldMixin
 from django.db.models.functions import Cast
 
 from ..conf import workflow_settings
@@ -42,10 +43,17 @@ def held_back(now: datetime) -> Q:
 def without_held_back(rows: QuerySet[M], kind: str, now: datetime, field: str = "pk"
                       ) -> QuerySet[M]:
     """``rows`` (the items of ``kind``, keyed by ``field``) less those held back at ``now``:
-    a bad row at the head of the queue must not hide the others behind it."""
-    failures = SweepFailure.objects.filter(held_back(now), kind=kind,
-                                           key=Cast(OuterRef(field), CharField()))
-    return rows.filter(~Exists(failures))
+    a bad row at the head of the queue must not hide the others behind it.
+
+    The failures' keys are text: one of a number is read back as a number (the cast is of
+    the failures' own column, never of the items': MySQL compares a cast to text in the
+    connection's collation, not the column's)."""
+    model_field = rows.model._meta.pk if field == "pk" else rows.model._meta.get_field(field)
+    failures = SweepFailure.objects.filter(held_back(now), kind=kind)
+    keys: QuerySet[Any, Any] = failures.values("key")
+    if isinstance(model_field, IntegerField | AutoFieldMixin):
+        keys = failures.annotate(number=Cast("key", BigIntegerField())).values("number")
+    return rows.exclude(**{f"{field}__in": keys})
 
 
 def held_back_keys(kind: str, now: datetime) -> set[str]:
