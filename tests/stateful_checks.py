@@ -30,7 +30,7 @@ from django_workflows.models import (
     WorkflowInstance,
     WorkflowSignal,
 )
-from tests.stateful_world import KEY, MAY_NEVER_SEND, SETTINGS, World, code_runs
+from tests.stateful_world import KEY, MAY_NEVER_SEND, SETTINGS, World, runs_of_code
 
 LIMITS = invariants.Limits(heartbeat_timeout=SETTINGS["HEARTBEAT_TIMEOUT"],
                            sweep_interval=SETTINGS["SWEEP_INTERVAL"], slack=10)
@@ -156,8 +156,8 @@ def no_key_runs_more_than_its_limit(world: World, rows: Rows) -> list[str]:
                and a["status"] in (AttemptStatus.QUEUED, AttemptStatus.RUNNING)]
     found = [f"{len(holding)} attempts of key {KEY} hold a slot, its max is 1: "
              f"{sorted((a['token'], a['status']) for a in holding)}"] if len(holding) > 1 else []
-    found += [f"the code of attempt {token} ran {n} times" for token, n in code_runs.items()
-              if n > 1]
+    found += [f"the code of attempt {token} ran {n} times"
+              for token, n in runs_of_code().items() if n > 1]
     return found
 
 

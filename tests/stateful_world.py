@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import Group, Permission
+from django.db import transaction
 from django.test import override_settings
 
 from django_workflows import (
@@ -130,6 +131,12 @@ code_runs: Counter[str] = Counter()  # token: how often its operation's code ran
 _runs_lock = threading.Lock()
 
 
+def runs_of_code() -> dict[str, int]:
+    """``code_runs`` as it is now (threads add to it)."""
+    with _runs_lock:
+        return dict(code_runs)
+
+
 def run_operation(ctx: Any) -> dict[str, Any]:
     with _runs_lock:
         code_runs[worker.token or "?"] += 1
@@ -216,6 +223,7 @@ class Sent:
 class World:
     people: Mapping[str, Any]
     strict: bool = True  # one actor at a time: each answer is checked against the rows too
+    settings: Mapping[str, Any] = field(default_factory=lambda: SETTINGS)
     clock: FakeClock = field(default_factory=lambda: FakeClock(time.time()))
     instances: dict[str, str] = field(default_factory=dict)  # id: workflow, in creation order
     locked: dict[str, list[tuple[int, bool]]] = field(default_factory=dict)  # id: (from rev, v)
@@ -225,6 +233,7 @@ class World:
     doomed_registered: bool = True
     deploys: int = 0  # how often sf-doomed was removed or brought back
     seen: dict[str, tuple[int, int, Any]] = field(default_factory=dict)  # checks' memory
+    refused: Counter[str] = field(default_factory=Counter)  # refusals by kind, for the record
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @contextmanager
@@ -234,8 +243,9 @@ class World:
             clean_tables()
             stack.callback(clean_tables)
             HandedOut.tokens.clear()
-            code_runs.clear()
-            stack.enter_context(override_settings(DJANGO_WORKFLOWS=SETTINGS))
+            with _runs_lock:
+                code_runs.clear()
+            stack.enter_context(override_settings(DJANGO_WORKFLOWS=self.settings))
             clock.use(self.clock.now)
             stack.callback(clock.use, None)
             for definition in WORKFLOWS:
@@ -244,6 +254,14 @@ class World:
             yield self
 
     # -- instances -----------------------------------------------------------------------
+
+    def instance_ids(self) -> list[str]:
+        with self._lock:  # threads add to it
+            return list(self.instances)
+
+    def stalled_tokens(self) -> list[str]:
+        with self._lock:
+            return sorted(self.stalled)
 
     def note_locked(self, instance: WorkflowInstance, since: int | None = None) -> None:
         """Whether the instance is locked from its revision on (``since``; what the tenant
@@ -282,15 +300,28 @@ class World:
         if name == "complete":
             options["input"] = input
         try:
-            services.command(instance_id, name, user=self.people[by], **options)
+            row = services.command(instance_id, name, user=self.people[by], **options)
         except REFUSALS as refusal:
+            self._refused(refusal)
             if by == "stranger":
                 assert isinstance(refusal, InstanceNotFound | Busy), \
                     f"a stranger's {name} was answered {refusal!r}, not 'not found'"
             return
+        self.note_locked(row)  # a rollback gives the instance its initial state again
         assert by != "stranger", f"a stranger's {name} moved instance {instance_id}"
         assert not (by == "owner" and name in ("pause", "resume")), \
             f"the owner, no operator, was let {name} instance {instance_id}"
+
+    def hold_row(self, instance_id: str, seconds: float) -> None:
+        """A slow command holds the instance's row lock for ``seconds`` (threads: the others
+        meet a busy row)."""
+        with transaction.atomic():
+            if WorkflowInstance.objects.select_for_update().filter(pk=instance_id).exists():
+                time.sleep(seconds)
+
+    def _refused(self, refusal: Exception) -> None:
+        with self._lock:
+            self.refused[getattr(refusal, "code", None) or type(refusal).__name__] += 1
 
     def update_state(self, instance_id: str, *, key: str, locked: bool, by: str) -> None:
         try:
@@ -317,7 +348,8 @@ class World:
             sent = services.signal(workflow, "go", payload, instance=instance,
                                    reference=reference, correlation=correlation,
                                    message_id=message_id, user=self.people[by])
-        except Busy:
+        except Busy as busy:
+            self._refused(busy)
             return  # kept: the sweep hands it over
         except (NotAllowed, WorkflowNotMoved, InstanceNotFound, UnknownSignal,
                 UnknownWorkflow) as refusal:
@@ -360,11 +392,12 @@ class World:
         runs = code_runs[token]
         try:
             ran = run_attempt(token, heartbeat_thread=False)
-        except Busy:
+        except Busy as busy:
+            self._refused(busy)
             return  # its result is kept on its row: the sweep applies it
         finally:
             worker.token = None
-        if not ran:
+        if not ran and self.strict:
             assert code_runs[token] == runs, f"attempt {token} was refused, yet its code ran"
 
     def worker_dies(self, token: str) -> None:
