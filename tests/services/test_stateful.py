@@ -24,6 +24,8 @@ The world, its rules and its checks: ``tests/stateful_world.py`` and
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter
 from typing import Any, ClassVar
 
 import pytest
@@ -74,6 +76,7 @@ actors = st.sampled_from(("owner", "owner", "operator", "code", "stranger", "bot
 commands = st.sampled_from((*COMMANDS, "next", "next", "next"))
 payloads = st.sampled_from((*PAYLOADS, {"v": 1}, {"v": 2}))  # valid ones more often
 locks = st.sampled_from((False, False, True))
+RAN: Counter[str] = Counter()  # examples and steps, said at the end
 
 
 class ServiceMachine(RuleBasedStateMachine):
@@ -84,6 +87,7 @@ class ServiceMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        RAN["examples"] += 1
         self.world = World(self.people)
         self._closing = self.world.opened()
         self._closing.__enter__()
@@ -94,6 +98,7 @@ class ServiceMachine(RuleBasedStateMachine):
     def _acting(self) -> World:
         """The world, before a rule acts in it (the last rule may have been a sweep)."""
         self.world.swept_at = None
+        RAN["steps"] += 1
         return self.world
 
     # -- rules ---------------------------------------------------------------------------
@@ -205,9 +210,16 @@ def _queued_first() -> list[str]:
     return [t for t in handed if t in queued] + [t for t in handed if t not in queued]
 
 
-def test_the_services_keep_every_invariant_whatever_happens_in_any_order() -> None:
+def test_the_services_keep_every_invariant_whatever_happens_in_any_order(capsys: Any) -> None:
     ServiceMachine.people = make_people()
-    run_state_machine_as_test(ServiceMachine, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS_PER_EXAMPLE, deadline=None,
-        database=None, print_blob=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+    RAN.clear()
+    began = time.monotonic()
+    try:
+        run_state_machine_as_test(ServiceMachine, settings=settings(
+            max_examples=EXAMPLES, stateful_step_count=STEPS_PER_EXAMPLE, deadline=None,
+            database=None, print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+    finally:
+        with capsys.disabled():
+            print(f"\nstateful: {RAN['examples']} examples, {RAN['steps']} steps in "
+                  f"{time.monotonic() - began:.0f} s")
