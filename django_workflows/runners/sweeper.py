@@ -26,18 +26,7 @@ from django.db import close_old_connections, connection
 
 from .. import clock
 from ..conf import workflow_settings
-from ..observability.observers import observed_sweep
-from ..services.schedules import fire_due_schedules
-from ..services.sweep import (
-    SweepReport,
-    fire_due_deadlines,
-    hold_lease,
-    interrupt_silent_attempts,
-    look_after_kept_signals,
-    next_deadline_at,
-    redispatch_lost_attempts,
-    release_lease,
-)
+from ..services.sweep import hold_lease, next_deadline_at, release_lease, sweep_turn
 
 logger = logging.getLogger("django_workflows")
 
@@ -81,7 +70,6 @@ class Sweeper:
             self.release()
             connection.close()
 
-    @observed_sweep
     def turn(self) -> float:
         """Hold the lease and sweep what is due; the seconds until the next turn."""
         close_old_connections()
@@ -91,11 +79,9 @@ class Sweeper:
             if not self.leading:
                 return STANDBY
             self._renew_at = mono + RENEW_EVERY
-        report = SweepReport(fired=fire_due_deadlines(now), scheduled=fire_due_schedules(now))
-        if mono >= self._whole_at:
-            report.interrupted = interrupt_silent_attempts(now)
-            report.redispatched = redispatch_lost_attempts(now)
-            report.signals = look_after_kept_signals(now)
+        whole = mono >= self._whole_at
+        report = sweep_turn(now, whole=whole)
+        if whole:
             self._whole_at = mono + self.interval
         if report:
             logger.info("Sweep: %s", report)

@@ -65,17 +65,30 @@ def counted(n: int, thing: str) -> str:
 
 
 @observed_sweep
-def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
-    """One whole sweep: deadlines, silent workers, lost attempts, kept signals, schedules;
-    recorded as run. Each item is its own unit of work: one that raises is recorded and
-    the others go on (``sweep_items.py``)."""
-    now = now or clock.now_datetime()
+def sweep_turn(now: datetime, *, whole: bool, limit: int = 500) -> SweepReport:
+    """One turn of the sweep: the one composition every runner's sweeper calls.
+
+    Every turn fires what fell due: deadlines, attempts' own timeouts, keys whose waiting
+    attempts may start, results kept on their attempts' rows, then the schedules. A
+    ``whole`` turn (every ``SWEEP_INTERVAL``) also interrupts attempts of silent workers,
+    hands out again attempts no worker claimed, and looks after kept signals, between
+    the two. Each item is its own unit of work: one that raises is recorded, and the
+    others go on (``sweep_items.py``)."""
     report = SweepReport()
     report.fired = fire_due_deadlines(now, limit, report)
-    report.interrupted = interrupt_silent_attempts(now, limit, report)
-    report.redispatched = redispatch_lost_attempts(now, limit, report)
-    report.signals = look_after_kept_signals(now, report)
+    if whole:
+        report.interrupted = interrupt_silent_attempts(now, limit, report)
+        report.redispatched = redispatch_lost_attempts(now, limit, report)
+        report.signals = look_after_kept_signals(now, report)
     report.scheduled = fire_due_schedules(now, report=report)
+    return report
+
+
+def sweep(now: datetime | None = None, limit: int = 500) -> SweepReport:
+    """One whole sweep (:func:`sweep_turn`), recorded as run: ``manage.py workflows_sweep``
+    without ``--loop``, a cron job, a test."""
+    now = now or clock.now_datetime()
+    report = sweep_turn(now, whole=True, limit=limit)
     SweepLease.objects.filter(name=LEASE).update(swept_at=now)
     return report
 

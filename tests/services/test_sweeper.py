@@ -155,16 +155,16 @@ def test_a_run_fires_a_deadline_within_a_second_of_its_time(timed_step):
 
 
 def test_the_loop_goes_on_after_the_database_failed(monkeypatch, caplog, timed_step):
-    real = sweeper.fire_due_deadlines
+    real = sweeper.sweep_turn
     calls: list[int] = []
 
-    def flaky(now, *args):
+    def flaky(now, **options):
         calls.append(1)
         if len(calls) == 1:
             raise OperationalError("terminating connection due to administrator command")
-        return real(now, *args)
+        return real(now, **options)
 
-    monkeypatch.setattr(sweeper, "fire_due_deadlines", flaky)
+    monkeypatch.setattr(sweeper, "sweep_turn", flaky)
     monkeypatch.setattr(sweeper, "STANDBY", 0.05)
     instance = services.create("timed", start=True)
     due_in(instance, -0.01)

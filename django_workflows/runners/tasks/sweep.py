@@ -43,15 +43,7 @@ from django.db.models import Q
 from ... import clock
 from ...conf import workflow_settings
 from ...models import SweepLease
-from ...services.schedules import fire_due_schedules
-from ...services.sweep import (
-    SweepReport,
-    fire_due_deadlines,
-    hold_lease,
-    next_deadline_at,
-    release_lease,
-    sweep,
-)
+from ...services.sweep import hold_lease, next_deadline_at, release_lease, sweep_turn
 from ..sweeper import LEASE_TTL, Sweeper
 from .compat import TASK_MAX_PRIORITY, Task, TaskContext, task_backends, task_of
 
@@ -160,11 +152,10 @@ def run_chain(chain: str, *, whole_at: float, previous: str | None, own: str | N
 def turn(now: datetime, whole_at: float) -> tuple[float, float]:
     """Fire what is due (and sweep whole when ``whole_at`` has come); when to run next, and
     when the next whole sweep is due. The turn of ``runners/sweeper.py``, one at a time."""
-    if clock.now() >= whole_at:
-        report = sweep(now)
+    whole = clock.now() >= whole_at
+    report = sweep_turn(now, whole=whole)
+    if whole:
         whole_at = clock.now() + float(workflow_settings.SWEEP_INTERVAL)
-    else:
-        report = SweepReport(fired=fire_due_deadlines(now), scheduled=fire_due_schedules(now))
     if report:
         logger.info("Sweep: %s", report)
     next_at = min(clock.now() + GAP, whole_at)
