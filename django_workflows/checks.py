@@ -47,7 +47,7 @@ from django.utils.module_loading import import_string
 
 from . import registry
 from .conf import DEFAULTS, SETTING_NAME, TASKS_RUNNER, runner_is
-from .engine import Signal, Workflow
+from .engine import FINISHED, Signal, Workflow
 from .engine.schedules import cron_library_installed
 from .services.sweep import sweep_health
 
@@ -372,7 +372,7 @@ def check_orphaned_instances(app_configs: Any = None, databases: Any = None, **k
         return []
     instances = apps.get_model("django_workflows", "WorkflowInstance")
     try:
-        found = list(instances.objects.exclude(status__in=("completed", "cancelled"))
+        found = list(instances.objects.exclude(status__in=FINISHED)
                      .order_by().values_list("workflow", "version").distinct()[:1000])
     except DatabaseError:
         return []  # not migrated yet
@@ -390,7 +390,7 @@ def check_orphaned_instances(app_configs: Any = None, databases: Any = None, **k
         else:
             continue
         rows = instances.objects.filter(workflow=workflow, version=version).exclude(
-            status__in=("completed", "cancelled"))
+            status__in=FINISHED)
         ids = [str(pk) for pk in rows.order_by("created_at").values_list("pk", flat=True)[:5]]
         count = rows.count()
         more = f" and {count - len(ids)} more" if count > len(ids) else ""

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -22,7 +23,7 @@ def _epoch(value: Any) -> float | None:
     return value.timestamp() if value is not None else None
 
 
-ACTIVE_STATUSES = ("running", "blocked", "failed", "rolling-back", "paused")
+ACTIVE_STATUSES = engine.ACTIVE  # the status groups: engine/snapshot.py
 
 
 class Status(models.TextChoices):
@@ -34,6 +35,10 @@ class Status(models.TextChoices):
     COMPLETED = "completed", _("Completed")
     ROLLING_BACK = "rolling-back", _("Rolling back")
     PAUSED = "paused", _("Paused")
+
+
+if tuple(Status.values) != get_args(engine.WorkflowStatus):  # the engine declares them
+    raise ImproperlyConfigured("models.Status must list engine.WorkflowStatus, in its order")
 
 
 class WorkflowInstance(models.Model):
@@ -174,13 +179,13 @@ class WorkflowInstance(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return self.status in (Status.COMPLETED, Status.CANCELLED)
+        return self.status in engine.FINISHED
 
 
-# The events that end a stay in a step, and those that record the instance's failure (the
-# workflow page; an operation's failure that fails the instance is its "error" as well).
-STAY_END_EVENTS = ("step-leave", "skip")
-FAILURE_EVENTS = ("error",)
+# The events that end a stay in their own step, and those that record a failure (the
+# workflow page reads them by these indexes), as engine/events.py declares them.
+STAY_END_EVENTS = engine.STAY_LEAVES
+FAILURE_EVENTS = engine.FAILURES
 
 
 class WorkflowEvent(models.Model):

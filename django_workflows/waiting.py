@@ -13,11 +13,11 @@ from datetime import datetime
 from typing import Literal
 
 from .clock import to_datetime
-from .engine import WorkflowSnapshot
+from .engine import MOVING, WorkflowSnapshot
 
 # The statuses in which a signal is taken (engine/rules/waiting.py: receive): a blocked
 # instance (its validation refused) still waits; a failed or finished one does not.
-WAITS_WHEN = ("running", "blocked")
+WAITS_WHEN = MOVING  # its step takes what comes back
 
 WaitingKind = Literal["signal", "timer", "task"]
 

@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from .. import registry
-from ..engine import EVENT_TYPES
+from ..engine import BY_PERSON, EVENT_TYPES
 from ..engine.messages import INTERRUPTED_OPERATION
 from ..graph.timeline import Titles, span_words
 from ..models import Attempt, WorkflowEvent
@@ -317,14 +317,19 @@ def told(events: list[Any], workflow: str, instance_id: Any = None) -> list[Any]
 # -- the event admin ----------------------------------------------------------------------
 
 
+PEOPLES_ACTS = "people"  # the filter's choice of every type a person's command records
+
+
 class EventTypeFilter(admin.SimpleListFilter):
     title = "type"
     parameter_name = "type"
 
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
-        return [(name, name) for name in EVENT_TYPES]
+        return [(PEOPLES_ACTS, "people's acts"), *((name, name) for name in EVENT_TYPES)]
 
     def queryset(self, request: Any, queryset: Any) -> Any:
+        if self.value() == PEOPLES_ACTS:
+            return queryset.filter(type__in=BY_PERSON)
         return queryset.filter(type=self.value()) if self.value() else queryset
 
 

@@ -15,19 +15,18 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import clock, registry
+from .. import clock, engine, registry
 from ..engine import Workflow
 from ..graph.timeline import AttemptRow, Child, Happening, Titles
-from ..graph.timeline_events import STAY_ENDS, timeline_of
+from ..graph.timeline_events import timeline_of
 from ..graph.timeline_svg import timeline_svg
-from ..models import ACTIVE_STATUSES, Attempt, WorkflowEvent, WorkflowInstance
+from ..models import Attempt, WorkflowEvent, WorkflowInstance
 
 MAX_EVENTS = 2000  # the newest; older ones are left out, and the timeline says so
 MAX_ATTEMPTS = 500
 MAX_CHILDREN = 10
 MAX_CHILD_EVENTS = 1000
-CHILD_EVENTS = ("step-enter", "back", "rewind", "skip", "error", "retry", "start",
-                *STAY_ENDS)
+CHILD_EVENTS = engine.CHILD_LANE  # what a nested child's lane shows (engine/events.py)
 
 
 def titles_of(definition: Workflow | None) -> Titles:
@@ -90,7 +89,7 @@ def timeline_context(instance: WorkflowInstance) -> dict[str, Any]:
                             child["status"]))
     events = _happenings(rows, actor)
     finished = None
-    if instance.status not in ACTIVE_STATUSES and events:
+    if instance.status not in engine.ACTIVE and events:
         finished = max(events[-1].at, instance.completed_at.timestamp()
                        if instance.completed_at else 0.0)
     timeline = timeline_of(events, now=clock.now(), titles=titles_of(

@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from .. import registry
+from .. import engine, registry
 from ..engine import Workflow
 from ..graph import to_svg
 from ..models import (
@@ -44,8 +44,8 @@ ERRORS_SHOWN = 3  # a step's most common errors
 # A step id that other workflows have too: its stays and failures are looked for among the
 # newest this many of its events (of any workflow), so the others' are never read to the end.
 SHARED_STEP_READ = 10_000
-# The events a stay in a step begins with: entered, or returned to by back or rewind.
-STAY_STARTS = ("step-enter", "back", "rewind")
+# The events a stay in a step begins with: entered, or returned to (engine/events.py).
+STAY_STARTS = engine.STAY_STARTS
 
 PERIODS = {"24h": ("last 24 hours", timedelta(hours=24)),
            "7d": ("last 7 days", timedelta(days=7)),

@@ -443,9 +443,16 @@ def children_of(instances: list[WorkflowInstance]) -> dict[str, WorkflowInstance
     return {str(row.pk): row for row in rows}
 
 
+@extend_schema_field({"type": "string", "enum": list(engine.EVENT_TYPES), "description": (
+    "What happened (engine/events.py declares each type, and what it means).")})
+class EventTypeField(serializers.CharField):
+    pass
+
+
 class EventSerializer(serializers.ModelSerializer):
     """One entry of an instance's event log."""
 
+    type = EventTypeField(read_only=True)
     step = serializers.SerializerMethodField()
     actor = serializers.SerializerMethodField()
     error = serializers.JSONField(allow_null=True, read_only=True)

@@ -62,9 +62,19 @@ from .errors import (
     StaleOperation,
     WorkflowError,
 )
+from .events import (
+    BY_PERSON,
+    CHILD_LANE,
+    EVENT_TYPES,
+    EVENTS,
+    FAILURES,
+    STAY_ENDS,
+    STAY_LEAVES,
+    STAY_STARTS,
+    EventName,
+)
 from .feedback import Feedback, feedback
 from .outcome import (
-    EVENT_TYPES,
     ClearDeadline,
     DeadlineKind,
     Effect,
@@ -82,6 +92,9 @@ from .reserved import reserved_keys
 from .schema import FieldError, check_state, validate_state
 from .slots import Limit, Rate, Slot
 from .snapshot import (
+    ACTIVE,
+    FINISHED,
+    MOVING,
     BranchSnapshot,
     ErrorInfo,
     HeldInput,
@@ -94,6 +107,7 @@ from .snapshot import (
     TaskSnapshot,
     WaitSnapshot,
     WorkflowSnapshot,
+    WorkflowStatus,
     from_json,
     plain_json,
     to_json,
@@ -102,9 +116,19 @@ from .waits import Signal, Timer
 
 __all__ = [
     "ACTIONS",
+    "ACTIVE",
     "ALLOWED",
+    "BY_PERSON",
+    "CHILD_LANE",
     "COMMANDS",
+    "EVENTS",
     "EVENT_TYPES",
+    "FAILURES",
+    "FINISHED",
+    "MOVING",
+    "STAY_ENDS",
+    "STAY_LEAVES",
+    "STAY_STARTS",
     "TASK_COMMANDS",
     "AttemptFinished",
     "AttemptInterrupted",
@@ -129,6 +153,7 @@ __all__ = [
     "Env",
     "ErrorInfo",
     "Event",
+    "EventName",
     "Feedback",
     "FieldError",
     "HeldInput",
@@ -184,6 +209,7 @@ __all__ = [
     "Workflow",
     "WorkflowError",
     "WorkflowSnapshot",
+    "WorkflowStatus",
     "applies",
     "apply",
     "changed_nodes",

@@ -18,6 +18,7 @@ from typing import Any
 from .context import HookContext, call_directly
 from .definition import Step, Workflow
 from .errors import Allowed, DefinitionError, HookFailed, error_message
+from .events import EventName
 from .limits import MAX_MOVES
 from .messages import missing_key
 from .outcome import ClearDeadline, Effect, Event, KeptSignal
@@ -87,7 +88,7 @@ class Change:
     def set(self, **changes: Any) -> None:
         self.snap = self.snap.changed(**changes)
 
-    def emit(self, type_: str, step: str | None = None, error: str | None = None, *,
+    def emit(self, type_: EventName, step: str | None = None, error: str | None = None, *,
              at: float | None = None, **data: Any) -> None:
         self.collected.events.append(Event(type=type_, instance_id=self.snap.id, step=step,
                                            error=error, data=data,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .events import EventName
 from .schema import FieldError
 from .slots import Slot
 from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
@@ -13,23 +14,9 @@ from .snapshot import AttemptKind, TaskSnapshot, WorkflowSnapshot
 DeadlineKind = Literal["step-timeout", "attempt-timeout", "retry", "task-due",
                        "signal-timeout", "timer"]
 
-EVENT_TYPES = (
-    "start", "resume", "step-enter", "step-leave", "validate", "skip", "back", "retry",
-    "cancel", "rollback", "compensate", "complete", "error", "state-update",
-    "operation-queued", "operation-started", "operation-progress", "operation-succeeded",
-    "operation-failed", "operation-retrying", "operation-cancelled", "operation-blocked",
-    "operation-skipped",
-    "branch-started", "branch-succeeded", "branch-failed", "branch-cancelled",
-    "compensation-started", "attempt-stopped",
-    "task-open", "task-claim", "task-release", "task-complete", "task-overdue", "task-cancel",
-    "signal-wait", "signal", "signal-timeout", "timer-wait", "timer-fire",
-    "pause", "held", "rewind",
-)
-
-
 @dataclass(frozen=True)
 class Event:
-    type: str
+    type: EventName
     instance_id: str
     step: str | None = None
     error: str | None = None

@@ -23,7 +23,13 @@ OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "re
 BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
 AttemptKind = Literal["operation", "branch", "compensation"]  # what an attempt's token names
 
-FINISHED = frozenset({"completed", "cancelled"})
+# The groups of statuses the rules and their readers ask about, declared once.
+FINISHED: tuple[WorkflowStatus, ...] = ("completed", "cancelled")  # no command moves it
+# Its current step moves on, and takes what comes back (results, signals, timers).
+MOVING: tuple[WorkflowStatus, ...] = ("running", "blocked")
+# Started and not finished, nor idle again: the instances an operator watches.
+ACTIVE: tuple[WorkflowStatus, ...] = ("running", "blocked", "failed", "rolling-back",
+                                      "paused")
 IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying"})
 
 

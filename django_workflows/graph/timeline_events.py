@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..engine.events import CHILD_LANE, STAY_ENDS
 from ..engine.messages import INTERRUPTED_OPERATION
+from ..engine.snapshot import FINISHED
 from .timeline import (
     AttemptRow,
     Bar,
@@ -26,11 +28,6 @@ from .timeline import (
 
 def timed_out(message: str | None) -> bool:
     return bool(message) and "timed out" in str(message)
-
-
-# Stays end by these events, with this outcome (step-enter and back start another).
-STAY_ENDS = {"step-leave": "completed", "skip": "skipped", "back": "went back",
-             "rewind": "rewound", "cancel": "cancelled", "complete": "completed"}
 
 
 class _Builder:
@@ -328,7 +325,7 @@ class _Builder:
                 found["waiting"] = True
 
     def finish(self, status: str, end: float) -> None:
-        ongoing = status not in ("completed", "cancelled")
+        ongoing = status not in FINISHED
         for operation, attempts in self.attempts.items():
             lane = self.lanes[f"operation:{operation}"]
             title = self.titles.operation(operation)
@@ -414,8 +411,7 @@ def stays_lane(child: Child, titles: Titles) -> Lane:
     """A nested child's steps as one lane (its own events, its own stays)."""
     builder = _Builder(titles)
     for event in child.events:
-        if event.type in ("step-enter", "back", "rewind", "skip", "error", "retry",
-                          *STAY_ENDS):
+        if event.type in CHILD_LANE:
             builder.read(event)
     end = child.events[-1].at if child.events else 0.0
     builder.finish(child.status, end)

@@ -36,8 +36,6 @@ from .persistence import definition_of
 from .sweep_items import without_held_back
 from .unit import Applied, deliver
 
-FINISHED = ("completed", "cancelled")
-
 
 def awaited(workflow: str, name: str) -> list[engine.Signal]:
     """The declarations of ``name`` by the steps of ``workflow`` that wait for it."""
@@ -112,7 +110,7 @@ def hand_over(signal: WorkflowSignal, instance_id: str, user: Any, *, keep: bool
                 refuse(signal, str(refusal))
             handed.refusal = InvalidPayload(str(refusal), refusal.field_errors)
             return
-        finished = applied.instance.status in FINISHED
+        finished = applied.instance.status in engine.FINISHED
         if delivering and keep and not finished:
             signal.status = SignalStatus.KEPT  # for the step that will wait for it
             signal.save(update_fields=["status"])

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from .. import clock
+from .. import clock, engine
 from ..conf import workflow_settings
-from ..models import IdempotencyKey, Status, WorkflowInstance
+from ..models import IdempotencyKey, WorkflowInstance
 
 
 @dataclass
@@ -34,7 +34,7 @@ def purge(older_than: timedelta, *, batch_size: int = 500, now: datetime | None 
     now = now or clock.now_datetime()
     report = PurgeReport()
     finished = WorkflowInstance.objects.filter(
-        parent__isnull=True, status__in=[Status.COMPLETED, Status.CANCELLED],
+        parent__isnull=True, status__in=engine.FINISHED,
         completed_at__lt=now - older_than).order_by("completed_at")
     if dry_run:
         report.instances = finished.count()

@@ -21,18 +21,17 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from .. import clock, registry
+from .. import clock, engine, registry
 from ..conf import workflow_settings
 from ..engine import FieldError
 from ..engine.schedules import Schedule, cron_library_installed
 from ..exceptions import NotAllowed, ReferenceTaken, WorkflowError, WorkflowNotMoved
-from ..models import Status, SweepItem, WorkflowInstance, WorkflowSchedule
+from ..models import SweepItem, WorkflowInstance, WorkflowSchedule
 from .commands import create
 from .sweep_items import Items, held_back_keys
 
 logger = logging.getLogger("django_workflows")
 
-FINISHED = (Status.COMPLETED, Status.CANCELLED)
 CHANGE_PERMISSION = "django_workflows.change_workflowschedule"
 ONE_MICROSECOND = timedelta(microseconds=1)
 
@@ -218,7 +217,7 @@ def fire_schedule(schedule: Schedule, now: datetime) -> Fired:
 
 def _unfinished(run_id: Any) -> bool:
     return run_id is not None and WorkflowInstance.objects.filter(pk=run_id).exclude(
-        status__in=FINISHED).exists()
+        status__in=engine.FINISHED).exists()
 
 
 def _make_run(schedule: Schedule, due: datetime) -> tuple[Any, bool]:

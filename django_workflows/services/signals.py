@@ -52,7 +52,6 @@ from .persistence import check_state_size
 from .slots import lock_keys
 from .unit import actor
 
-FINISHED = ("completed", "cancelled")
 ROUNDS = 3  # looks for the waiting instances of a correlation, when they stop waiting
 
 

@@ -55,6 +55,18 @@ def test_events_filter_by_type(root_client):
     assert listed(response) == [("1", "start")]
 
 
+def test_events_filter_by_people_s_acts_lists_what_people_s_commands_recorded(root_client):
+    from django_workflows import services
+
+    instance = services.create("wizard", start=True)  # start: a person's act, step-enter not
+    services.update_state(instance, {"email": "a@example.com", "plan": None})
+    services.pause(instance, reason="checking")
+
+    response = root_client.get(reverse(EVENTS), {"type": "people"})
+
+    assert [kind for _, kind in listed(response)] == ["pause", "state-update", "start"]
+
+
 def test_events_filter_by_a_type_with_a_nul_character_is_reported_not_a_500(root_client):
     WorkflowInstanceFactory(started=True)
 

@@ -18,7 +18,7 @@ from ..errors import HookFailed, Refused
 from ..messages import step_hook, step_left, step_skipped
 from ..reserved import refuse_written_keys
 from ..schema import check_state
-from ..snapshot import FINISHED, WorkflowSnapshot
+from ..snapshot import FINISHED, MOVING, WorkflowSnapshot
 from .steps import (
     add_unique,
     begin,
@@ -187,7 +187,7 @@ def step_back(c: Change, *, announce: bool = True) -> str:
 def skip(c: Change, command: Skip) -> None:
     refuse_if_cancelled(c)
     key = c.snap.current_step
-    if key is None or c.snap.status not in ("running", "blocked"):
+    if key is None or c.snap.status not in MOVING:
         raise not_running(c)
     if c.step is not None and not c.step.skippable:
         raise Refused("not_skippable", f'Workflow step "{key}" cannot be skipped')
@@ -207,7 +207,7 @@ def skip(c: Change, command: Skip) -> None:
 def skip_one_operation(c: Change, command: SkipOperation) -> None:
     refuse_if_cancelled(c)
     step = c.step
-    if step is None or c.snap.status not in ("running", "blocked"):
+    if step is None or c.snap.status not in MOVING:
         raise not_running(c)
     definition = skippable_operation(c, step, command.operation)
     c.checked()

@@ -21,7 +21,7 @@ from ..messages import (
     INTERRUPTED_WORKFLOW,
 )
 from ..outcome import ClearDeadline, SetDeadline
-from ..snapshot import BranchSnapshot, ErrorInfo, OperationSnapshot, StoppingAttempt
+from ..snapshot import MOVING, BranchSnapshot, ErrorInfo, OperationSnapshot, StoppingAttempt
 from . import saga
 from .work import put_branch, put_operation, queue_attempt
 
@@ -152,7 +152,7 @@ def operation_failed(c: Change, operation: OperationSnapshot) -> None:
     error = operation.error or ErrorInfo("Error", "Operation failed")
     put_operation(c, replace(operation, status="failed", completed_at=c.env.now, token=None))
     c.emit("operation-failed", step=operation.step, operation=operation.id, error=error.message)
-    if c.snap.status in ("running", "blocked") and operation.step == c.snap.current_step:
+    if c.snap.status in MOVING and operation.step == c.snap.current_step:
         c.fail(error.message, operation.step, operation=operation.id)
 
 

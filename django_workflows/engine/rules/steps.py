@@ -19,7 +19,7 @@ from ..errors import HookFailed, Refused
 from ..messages import CANCELLED, step_hook, transition_guard
 from ..outcome import SetDeadline
 from ..schema import check_state
-from ..snapshot import FINISHED, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
+from ..snapshot import FINISHED, MOVING, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
 from . import paused, saga
 from .waiting import begin_wait, end_wait
 from .work import cancel_task, dispatch_branches, hand_out_operation, open_task, stop_work
@@ -202,7 +202,7 @@ def settle(c: Change) -> None:
 def advance(c: Change) -> None:
     """One move: a failed branch fails the step, the next operation is queued, or the
     step's work is done (an auto step then validates and leaves)."""
-    if c.snap.status not in ("running", "blocked"):
+    if c.snap.status not in MOVING:
         return
     step = c.step
     if step is None:

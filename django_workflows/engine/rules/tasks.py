@@ -21,7 +21,7 @@ from ..errors import Refused
 from ..messages import step_hook
 from ..outcome import ClearDeadline
 from ..schema import FieldError, check_state, validate_state
-from ..snapshot import TaskSnapshot
+from ..snapshot import MOVING, TaskSnapshot
 from .steps import leave_current, normalise_errors, validate_current
 from .work import put_task
 
@@ -61,7 +61,7 @@ def release(c: Change, command: Release) -> None:
 
 def complete(c: Change, command: Complete) -> None:
     task = current_task(c, command.task)
-    if c.snap.status not in ("running", "blocked"):
+    if c.snap.status not in MOVING:
         raise Refused("not_running", f'{c.name} is not running (status "{c.snap.status}")')
     if task.claimed_by is not None and task.claimed_by != c.env.actor:
         raise Refused("task_claimed", f'"{task.title}" is claimed by someone else')

@@ -24,7 +24,7 @@ from ..errors import Refused
 from ..messages import signal_timed_out, step_hook
 from ..outcome import ClearDeadline, SetDeadline, TakeSignal
 from ..schema import check_state
-from ..snapshot import WaitSnapshot
+from ..snapshot import MOVING, WaitSnapshot
 from ..waits import Signal, Timer
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def receive(c: Change, command: ReceiveSignal) -> None:
     """A signal delivered to the instance: taken if the current step waits for it."""
     waiting = c.snap.waiting
     if (waiting is None or waiting.kind != "signal" or waiting.name != command.signal
-            or waiting.arrived is not None or c.snap.status not in ("running", "blocked")
+            or waiting.arrived is not None or c.snap.status not in MOVING
             or (command.correlation is not None and waiting.correlation != command.correlation)):
         raise Refused("not_waiting", f'{c.name} is not waiting for the signal '
                                      f'"{command.signal}"')
@@ -129,7 +129,7 @@ def arrive(c: Change, wait: Signal, state: dict[str, Any], *, message_id: str | 
 def signal_timeout_due(c: Change, token: str) -> None:
     waiting = c.snap.waiting
     if (waiting is None or waiting.token != token or waiting.arrived is not None
-            or c.snap.status not in ("running", "blocked")):
+            or c.snap.status not in MOVING):
         raise Refused("stale_deadline", "The signal is no longer awaited")
     wait = c.definition.step(waiting.step).wait
     assert isinstance(wait, Signal)
@@ -148,7 +148,7 @@ def signal_timeout_due(c: Change, token: str) -> None:
 def timer_due(c: Change, token: str) -> None:
     waiting = c.snap.waiting
     if (waiting is None or waiting.token != token or waiting.arrived is not None
-            or c.snap.status not in ("running", "blocked")):  # a failed one waits for retry
+            or c.snap.status not in MOVING):  # a failed one waits for retry
         raise Refused("stale_deadline", "The timer is no longer set")
     c.set(waiting=replace(waiting, arrived=c.env.now))
     c.emit("timer-fire", step=waiting.step, due=waiting.until)
