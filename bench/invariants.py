@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django_workflows.engine.outcome import EVENT_TYPES  # pure Python, no Django
+from django_workflows.engine.events import EVENT_TYPES  # pure Python, no Django
 
 # Event types the replay knows; anything else is reported.
 KNOWN_EVENTS = frozenset(EVENT_TYPES)
