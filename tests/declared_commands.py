@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ def hold_rule(c: Change, command: Any) -> None:
 def declared() -> Iterator[tuple[type[engine.PersonCommand], type[engine.PersonCommand]]]:
     """Declare ``note`` and ``hold_operation`` (and let go of them afterwards), with the
     project's URLs made anew, as a restarted site makes them."""
+    site_urls_made()
 
     @dataclass(frozen=True)
     class Note(engine.PersonCommand, name="note", rule=note_rule, label="Note",
@@ -68,6 +69,13 @@ def declared() -> Iterator[tuple[type[engine.PersonCommand], type[engine.PersonC
     finally:
         for command in (Note, HoldOperation):
             engine.COMMANDS.pop(command.name, None)
+
+
+def site_urls_made() -> None:
+    """The site's own API, made from the package's commands alone: imported first here, it
+    would be made with the test's (its classes are made at import)."""
+    with suppress(ImportError):  # without the [api] extra
+        import django_workflows.api.urls  # noqa: F401
 
 
 def urls_made_now() -> types.ModuleType:

@@ -1,18 +1,20 @@
 """The API's side of the declared commands (``engine/commands.py``), made from their
-declarations alone: a request body per command, and a ``POST`` action per command with
-its OpenAPI entry.
+declarations alone: a request body per command (:class:`CommandBody`), and a ``POST``
+action per command with its OpenAPI entry (:class:`CommandActions`).
 
-A viewset lists its commands (:class:`CommandActions`); the actions are made when
-the router asks for them, so a command declared after this module was imported gets
-its action as soon as the URLs are built.
+A viewset's actions are made once, with its class, at import: ``InstanceViewSet.cancel``
+is the action of ``engine.Cancel``, and ``CommandBody(engine.Cancel)`` its body
+(``CancelBody`` in the OpenAPI schema). Nothing changes the class afterwards. A command
+declared later (a test's own) gets its action in the URLs made after it, from a subclass
+made then (:func:`as_declared_now`), as a restarted site would make the class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.decorators import action
@@ -23,6 +25,9 @@ from .. import engine
 from ..storable import json_problems
 from .schema import ETAG, IDEMPOTENCY_KEY, IF_MATCH, described
 from .serializers import StateField
+
+V = TypeVar("V")
+AnyField = serializers.Field[Any, Any, Any, Any]
 
 
 class JSONValueField(serializers.JSONField):
@@ -36,7 +41,7 @@ class JSONValueField(serializers.JSONField):
         return value
 
 
-def field_for(taken: engine.Input, command: type[engine.PersonCommand]) -> serializers.Field:
+def field_for(taken: engine.Input, command: type[engine.PersonCommand]) -> AnyField:
     """The request body's field for what a command takes, by the kind its type declares."""
     options: dict[str, Any] = {"required": taken.required, "allow_null": taken.nullable,
                                "help_text": f"The {taken.name}"
@@ -61,69 +66,104 @@ def field_for(taken: engine.Input, command: type[engine.PersonCommand]) -> seria
                     "value says what its type declares")
 
 
-def command_body(command: type[engine.PersonCommand], *, given: tuple[str, ...] = ()
-                 ) -> type[serializers.Serializer]:
-    """A serializer of what ``command`` takes (``cancel``: ``{"reason": str}``), but for
-    what the URL already ``given`` (a task command's ``task``); one class for each."""
-    # A class is hashable; mypy takes a frozen dataclass's type[...] for unhashable (it reads
-    # the instances' __hash__ off the class).
-    return _command_body(command, given)  # type: ignore[arg-type]
+# The request body of ``command``: a field for each thing it takes (``cancel``:
+# ``{"reason": str}``), but those the URL gives (a task command's ``task``). Said here, not
+# in a docstring, which the OpenAPI schema would give every body as its description.
+class CommandBody(serializers.Serializer[Any]):
+
+    def __init__(self, command: type[engine.PersonCommand], *args: Any,
+                 given_by_url: tuple[str, ...] = (), **kwargs: Any) -> None:
+        self.command, self.given_by_url = command, given_by_url
+        super().__init__(*args, **kwargs)
+
+    def get_fields(self) -> dict[str, AnyField]:
+        return {taken.name: field_for(taken, self.command) for taken in self.command.inputs()
+                if taken.name not in self.given_by_url}
+
+    @property
+    def component_name(self) -> str:
+        """Its name in the OpenAPI schema: ``CancelBody``, ``SkipOperationBody``."""
+        return "".join(part.title() for part in self.command.name.split("_")) + "Body"
 
 
-@cache
-def _command_body(command: type[engine.PersonCommand], given: tuple[str, ...]
-                  ) -> type[serializers.Serializer]:
-    fields = {taken.name: field_for(taken, command) for taken in command.inputs()
-              if taken.name not in given}
-    name = "".join(part.title() for part in command.name.split("_")) + "Body"
-    return type(name, (serializers.Serializer,), fields)
+class CommandBodySchema(OpenApiSerializerExtension):
+    """Each command's body is a component of the OpenAPI schema of its own."""
+
+    target_class = CommandBody
+
+    def get_name(self, auto_schema: Any, direction: Any) -> str:
+        body: CommandBody = self.target
+        return body.component_name
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        mapped: dict[str, Any] = auto_schema._map_serializer(self.target, direction,
+                                                             bypass_extensions=True)
+        return mapped
 
 
-class CommandActions:
-    """A viewset mixin: ``POST .../<id>/<name>/`` for each command of :attr:`commands`,
-    given by :meth:`give` with what its body says it takes."""
+if TYPE_CHECKING:  # a mixin of DRF's viewsets (before the API's view in their bases)
+    from rest_framework.viewsets import GenericViewSet
 
-    commands: ClassVar[Mapping[str, type[engine.PersonCommand]]]
+    _ViewSet = GenericViewSet[Any]
+else:
+    _ViewSet = object
+
+
+class CommandActions(_ViewSet):
+    """A viewset with ``POST .../<id>/<name>/`` for each command of :attr:`commands`,
+    given by :meth:`give` with what its body says it takes. The actions are made with
+    the class, from the commands declared then."""
+
+    commands: ClassVar[Mapping[str, type[engine.PersonCommand]]]  # engine.ACTIONS, ...
     operation_prefix: ClassVar[str]  # of the OpenAPI operation ids: "instances", "tasks"
     given_by_url: ClassVar[tuple[str, ...]] = ()  # fields the URL names (a task's "task")
+    # The commands the class has an action for, by name, as declared when it was made.
+    command_actions: ClassVar[dict[str, type[engine.PersonCommand]]] = {}
 
-    @classmethod
-    def get_extra_actions(cls) -> list[Any]:
-        # The declared commands as they are now: an action for each, and none for a
-        # command no longer declared (a test's own, say).
-        for name, value in list(vars(cls).items()):
-            declared = getattr(value, "declared", None)
-            if declared is not None and cls.commands.get(name) is not declared:
-                delattr(cls, name)
-        for name, declared in cls.commands.items():
-            if getattr(vars(cls).get(name), "declared", None) is not declared:
-                setattr(cls, name, cls.action_for(declared))
-        extra: list[Any] = super().get_extra_actions()  # type: ignore[misc]
-        return extra
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = dict(cls.commands)
+        for name in cls.command_actions.keys() - declared.keys():
+            setattr(cls, name, None)  # inherited, of a command no longer declared: no action
+        for name, command in declared.items():
+            setattr(cls, name, cls.action_for(command))
+        cls.command_actions = declared
 
     @classmethod
     def action_for(cls, declared: type[engine.PersonCommand]) -> Callable[..., Response]:
         """The action of ``declared``, described for the OpenAPI schema."""
-        def run(self: Any, request: Request, pk: str | None = None) -> Response:
-            answer: Response = self.give(request, declared)
-            return answer
+        def give(self: CommandActions, request: Request, pk: str | None = None
+                 ) -> Response:
+            return self.give(request, declared)
 
-        run.__name__ = declared.name
-        run.__doc__ = declared.summary
-        run.declared = declared  # type: ignore[attr-defined]
-        body = command_body(declared, given=cls.given_by_url)
+        give.__name__ = declared.name  # before @action, which names the URL after it
+        give.__qualname__ = f"{cls.__qualname__}.{declared.name}"
+        give.__doc__ = declared.summary
+        body = CommandBody(declared, given_by_url=cls.given_by_url)
         describe = described(operation_id=f"{cls.operation_prefix}_{declared.name}",
                              summary=declared.summary,
-                             request=body if body().fields else None,
+                             request=body if body.fields else None,
                              parameters=[IF_MATCH, IDEMPOTENCY_KEY, ETAG],
                              responses=cls.responses_of(declared))
         made: Callable[..., Response] = describe(
-            action(detail=True, methods=["post"], url_path=declared.name)(run))
+            action(detail=True, methods=["post"], url_path=declared.name)(give))
         return made
 
     @classmethod
     def responses_of(cls, declared: type[engine.PersonCommand]) -> dict[int, OpenApiResponse]:
         raise NotImplementedError
+
+    def give(self, request: Request, declared: type[engine.PersonCommand]) -> Response:
+        """Give the command ``declared`` to what the URL names."""
+        raise NotImplementedError
+
+    def get_serializer(self, *args: Any, **kwargs: Any) -> Any:
+        # A command's action: its body (what the browsable API's form for it sends).
+        declared = self.command_actions.get(self.action or "")
+        if declared is None:
+            return super().get_serializer(*args, **kwargs)
+        kwargs.setdefault("context", self.get_serializer_context())
+        return CommandBody(declared, *args, given_by_url=self.given_by_url, **kwargs)
 
     def taken(self, request: Request, declared: type[engine.PersonCommand]) -> dict[str, Any]:
         """What the body gives the command, checked against what it takes (400 otherwise)."""
@@ -131,6 +171,18 @@ class CommandActions:
         if not isinstance(body, dict):
             raise serializers.ValidationError({"non_field_errors": [
                 "Send no body, or a JSON object."]})
-        checked = command_body(declared, given=self.given_by_url)(data=body)
+        checked = CommandBody(declared, data=body, given_by_url=self.given_by_url)
         checked.is_valid(raise_exception=True)
         return dict(checked.validated_data)
+
+
+def as_declared_now(viewset: type[V]) -> type[V]:
+    """``viewset`` with an action for each of its commands declared now: itself, or, where
+    they changed since it was made (a test declared its own), a subclass made now."""
+    if not issubclass(viewset, CommandActions) or viewset.command_actions == dict(
+            viewset.commands):
+        return viewset
+    made: type[V] = type(viewset.__name__, (viewset,), {
+        "__module__": viewset.__module__, "__qualname__": viewset.__qualname__,
+        "__doc__": viewset.__doc__})
+    return made

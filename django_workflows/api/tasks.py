@@ -18,7 +18,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
     inline_serializer,
 )
-from rest_framework import serializers, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -26,7 +26,7 @@ from .. import engine, inbox, services
 from ..models import TaskStatus, WorkflowTask
 from ..services.access import acting_on_tasks, visible_tasks
 from ..services.idempotency import fingerprint_of
-from .commands import CommandActions, command_body
+from .commands import CommandActions
 from .filters import InstanceFilterBackend, Pages, UserIdFilter
 from .parsing import etag, expected_revision, idempotency_key
 from .schema import (
@@ -132,7 +132,8 @@ TASK_RESPONSES = {
     retrieve=described(summary="One task", responses={
         200: TaskSerializer, **NOT_ALLOWED, 404: error_response("No such task.")}),
 )
-class TaskViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet):
+class TaskViewSet(CommandActions, WorkflowsAPIView,
+                  viewsets.GenericViewSet[WorkflowTask]):
     """Tasks people must do on workflow instances: find them, claim them, complete them."""
 
     queryset = WorkflowTask.objects.all()
@@ -159,12 +160,6 @@ class TaskViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet):
         if self.action == "list":  # the filters narrow it (filter_queryset)
             return your_tasks(user, asked_status(self.request))
         return visible_tasks(user).order_by(*WorkflowTask.INBOX_ORDER)
-
-    def get_serializer_class(self) -> type[serializers.Serializer]:
-        # What the browsable API's form for a command sends.
-        if self.action in engine.TASK_COMMANDS:
-            return command_body(engine.TASK_COMMANDS[self.action], given=self.given_by_url)
-        return TaskSerializer
 
     def filter_queryset(self, queryset: Any) -> Any:
         # The filters narrow the list only; a detail URL names one task.
@@ -200,6 +195,3 @@ class TaskViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet):
         if getattr(instance, "replayed", False):
             headers["Idempotent-Replayed"] = "true"
         return Response(answer, status=status.HTTP_200_OK, headers=headers)
-
-
-TaskViewSet.get_extra_actions()  # the declared task commands' actions, made now

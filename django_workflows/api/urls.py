@@ -11,6 +11,7 @@ from typing import Any
 from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
+from .commands import as_declared_now
 from .errors import unknown_url
 from .root import COLLECTIONS, APIRoot
 from .schema_views import SchemaView
@@ -19,12 +20,11 @@ from .signals import SignalView
 app_name = "workflows-api"
 
 
-
 def api_urlpatterns() -> list[Any]:
     """The API's URLs, with an action for each command declared now."""
     router = SimpleRouter()
     for prefix, basename, viewset in COLLECTIONS:
-        router.register(prefix, viewset, basename=basename)
+        router.register(prefix, as_declared_now(viewset), basename=basename)
     return [
         path("", APIRoot.as_view(), name="api-root"),
         path("schema/", SchemaView.as_view(), name="schema"),  # signed-in users (PUBLIC_SCHEMA)

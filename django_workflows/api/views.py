@@ -26,7 +26,7 @@ from ..models import WorkflowEvent, WorkflowInstance, WorkflowTask
 from ..queries import live_attempts
 from ..services import access
 from ..services.idempotency import fingerprint_of
-from .commands import CommandActions, command_body
+from .commands import CommandActions
 from .errors import JSONErrors
 from .filters import InstanceFilter, InstanceFilterBackend, Pages, StableOrdering
 from .parsing import (
@@ -166,7 +166,8 @@ def sees(user: Any, instance_id: str) -> bool:
             413: error_response("The state (or the body) is larger than the limit."),
             422: error_response("The Idempotency-Key was already used for a different request.")}),
 )
-class InstanceViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet):
+class InstanceViewSet(CommandActions, WorkflowsAPIView,
+                      viewsets.GenericViewSet[WorkflowInstance]):
     """Workflow instances: create, read, and drive them with commands.
 
     You see the instances you own; the model's view permission shows all of
@@ -196,14 +197,13 @@ class InstanceViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet)
             return WorkflowInstance.objects.none()
         return visible_instances(self.request.user)
 
-    def get_serializer_class(self) -> type[serializers.Serializer]:
-        # What the browsable API's form for an action sends; every answer is an instance.
+    def get_serializer_class(self) -> type[serializers.BaseSerializer[Any]]:
+        # What the browsable API's form for an action sends (a command's: CommandActions);
+        # every answer is an instance.
         if self.action == "create":
             return CreateInstanceSerializer
         if self.action == "state":
             return StateSerializer
-        if self.action in engine.ACTIONS:
-            return command_body(engine.ACTIONS[self.action])
         return InstanceSerializer
 
     def filter_queryset(self, queryset: Any) -> Any:
@@ -331,6 +331,3 @@ class InstanceViewSet(CommandActions, WorkflowsAPIView, viewsets.GenericViewSet)
         tasks = WorkflowTask.objects.filter(instance=instance).order_by("created_at", "id")
         page = self.paginate_queryset(tasks)
         return self.get_paginated_response(TaskSerializer(page, many=True).data)
-
-
-InstanceViewSet.get_extra_actions()  # the declared commands' actions, made now
