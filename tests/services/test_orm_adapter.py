@@ -1,10 +1,11 @@
 """The ORM internals our own SQL uses (``services/sql/orm.py``), pinned.
 
 ``RowReader`` makes model instances from raw rows as a queryset does, through the
-compiler's converters; ``mark_saved`` makes an inserted row look saved to the ORM.
-Neither is documented Django: these tests hold them to what the ORM itself does, and
-``scripts/test`` runs them on every supported Django version (5.2 and 6.1 with the
-whole suite, 6.0 on their own).
+compiler's converters (``Query.get_compiler``, ``Field.get_col``,
+``SQLCompiler.get_converters`` and ``apply_converters``: none documented Django); an
+inserted event row's model is made by ``Model.from_db``, which Django documents. These
+tests hold them to what the ORM itself does, and ``scripts/test`` runs them on every
+supported Django version (5.2 and 6.1 with the whole suite, 6.0 on their own).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from django_workflows.models import WorkflowEvent, WorkflowInstance
-from django_workflows.services.sql.orm import RowReader, mark_saved
+from django_workflows.services.sql import EventRow, statements
+from django_workflows.services.sql.orm import RowReader
 
 pytestmark = pytest.mark.django_db
 
@@ -68,20 +71,59 @@ def test_no_row_reads_as_none():
     assert RowReader(WorkflowInstance, connection).first([]) is None
 
 
-def test_a_row_marked_saved_is_one_the_orm_updates_refreshes_and_deletes():
+def test_each_kind_of_column_comes_out_as_the_orm_loads_it_null_or_not():
+    owner = get_user_model().objects.create_user("owner")
+    parent = WorkflowInstance.objects.create(workflow="wizard", version=1)
+    full = WorkflowInstance.objects.create(
+        workflow="wizard", version=3, parent=parent, owner=owner, reference="R-2",
+        awaiting="payment", correlation="c-1", state={}, snapshot={"n": 0.5},
+        started_at=datetime(2030, 1, 2, tzinfo=UTC),
+        completed_at=datetime(2030, 1, 3, 4, 5, 6, 7, tzinfo=UTC))
+    empty = WorkflowInstance.objects.create(workflow="wizard", version=1, state={},
+                                            snapshot={})
+
+    for row in (full, empty):
+        read = RowReader(WorkflowInstance, connection).first(raw_rows(row.pk))
+        loaded = WorkflowInstance.objects.get(pk=row.pk)
+        for name in FIELDS:
+            value = getattr(read, name)
+            assert (value, type(value)) == (getattr(loaded, name),
+                                            type(getattr(loaded, name))), name
+
+
+def test_an_inserted_event_row_is_a_model_the_orm_updates_refreshes_and_deletes():
     instance = WorkflowInstance.objects.create(workflow="wizard", version=1)
-    inserted = WorkflowEvent.objects.create(instance=instance, sequence=1, type="start",
-                                            revision=1)
-    event = WorkflowEvent(instance=instance, sequence=1, type="start", revision=1)  # ours
-    assert event._state.adding
+    row = EventRow(instance, sequence=1, type="start", step="", actor_id=None, revision=1,
+                   error=None, data={"a": 1}, created_at=datetime(2030, 1, 2, tzinfo=UTC))
+    with transaction.atomic():
+        statements().insert([row])
 
-    mark_saved(event, inserted.pk, connection.alias)
+    with CaptureQueriesContext(connection) as read:
+        event = row.as_model()
+        assert event.instance is instance  # the one in hand, not read again
+    assert read.captured_queries == []
 
+    stored = WorkflowEvent.objects.get()
     assert (event.pk, event._state.adding, event._state.db) == (
-        inserted.pk, False, connection.alias)
+        stored.pk, False, connection.alias)
+    assert {f.attname: getattr(event, f.attname) for f in WorkflowEvent._meta.concrete_fields
+            } == {f.attname: getattr(stored, f.attname)
+                  for f in WorkflowEvent._meta.concrete_fields}
     event.type = "resume"
     event.save()  # an UPDATE of that row, not a second INSERT
-    assert list(WorkflowEvent.objects.values_list("pk", "type")) == [(inserted.pk, "resume")]
+    assert list(WorkflowEvent.objects.values_list("pk", "type")) == [(stored.pk, "resume")]
     event.refresh_from_db()
     event.delete()
     assert not WorkflowEvent.objects.exists()
+
+
+def test_an_event_row_not_inserted_is_a_new_model():
+    instance = WorkflowInstance.objects.create(workflow="wizard", version=1)
+    row = EventRow(instance, sequence=1, type="start", step="", actor_id=None, revision=1,
+                   error=None, data={}, created_at=datetime(2030, 1, 2, tzinfo=UTC))
+
+    event = row.as_model()
+
+    assert event.pk is None and event._state.adding and event.instance is instance
+    event.save()
+    assert WorkflowEvent.objects.get().pk == event.pk

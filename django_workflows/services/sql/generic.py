@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 from uuid import UUID
 
@@ -27,7 +28,7 @@ from django.db.models import Field
 from ...exceptions import InstanceNotFound
 from ...models import WorkflowEvent, WorkflowInstance
 from .attempts import AttemptStatements
-from .orm import RowReader, mark_saved
+from .orm import RowReader
 
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
 MAX_BATCH = 1000
@@ -39,10 +40,11 @@ class EventRow:
     """An event row as the hot path writes it: the values of ``WorkflowEvent``'s columns,
     by their attribute names, without a model instance (making one per event cost the
     worker more than anything else it did). :meth:`as_model` makes one when it is needed
-    (a receiver of ``workflow_event`` gets the model instance)."""
+    (a receiver of ``workflow_event`` gets the model instance). Once inserted, ``pk`` is
+    its key and ``db`` the alias of the database that holds it."""
 
-    __slots__ = ("actor_id", "created_at", "data", "error", "instance", "instance_id", "pk",
-                 "revision", "sequence", "step", "type")
+    __slots__ = ("actor_id", "created_at", "data", "db", "error", "instance", "instance_id",
+                 "pk", "revision", "sequence", "step", "type")
 
     def __init__(self, instance: WorkflowInstance, *, sequence: int, type: str, step: str,
                  actor_id: Any, revision: int, error: Any, data: Any, created_at: Any
@@ -51,19 +53,32 @@ class EventRow:
         self.sequence, self.type, self.step, self.actor_id = sequence, type, step, actor_id
         self.revision, self.error, self.data, self.created_at = revision, error, data, created_at
         self.pk: Any = None
+        self.db = ""
 
     def as_model(self) -> WorkflowEvent:
-        """The ``WorkflowEvent`` it is, as the ORM would have loaded it (once inserted)."""
-        event = WorkflowEvent(instance=self.instance, sequence=self.sequence, type=self.type,
-                              step=self.step, actor_id=self.actor_id, revision=self.revision,
-                              error=self.error, data=self.data, created_at=self.created_at)
-        if self.pk is not None:
-            mark_saved(event, self.pk, self.instance._state.db or "default")
+        """The ``WorkflowEvent`` it is: once inserted, as the ORM loads it (``from_db``)."""
+        fields = event_fields()
+        if self.pk is None:
+            event = WorkflowEvent(**{field.attname: getattr(self, field.attname)
+                                     for field in fields if not field.primary_key})
+        else:  # from_db takes every column's value, in the model's order
+            event = WorkflowEvent.from_db(self.db, [field.attname for field in fields], [
+                self.pk if field.primary_key else getattr(self, field.attname)
+                for field in fields])
+        event.instance = self.instance  # the one in hand: reading it costs no query
         return event
 
+    def inserted(self, pk: Any, db: str) -> None:
+        self.pk, self.db = pk, db
 
-Event = EventRow | WorkflowEvent  # what the statements write as an event row
-Insert = tuple[str, list[Any], Sequence[Event]]  # an events' INSERT, and its batch
+
+@cache
+def event_fields() -> list[Field[Any, Any]]:
+    """``WorkflowEvent``'s columns, in the model's order."""
+    return list(WorkflowEvent._meta.concrete_fields)
+
+
+Insert = tuple[str, list[Any], Sequence[EventRow]]  # an events' INSERT, and its batch
 
 
 class Statements:
@@ -223,7 +238,7 @@ class Statements:
                      for field in fields]
 
     def write(self, changed: Sequence[tuple[WorkflowInstance, Sequence[str]]],
-              events: Sequence[Event], also: Sequence[Statement] = ()) -> None:
+              events: Sequence[EventRow], also: Sequence[Statement] = ()) -> None:
         """The ``UPDATE`` of each instance's changed columns (a row and their names),
         ``also`` (other rows' statements, such as the attempt's), then the events' ``INSERT``."""
         with self.connection.cursor() as cursor:
@@ -235,7 +250,7 @@ class Statements:
             self.insert_with(cursor, events)
 
     def write_if_unchanged(self, row: WorkflowInstance, names: Sequence[str], revision: int,
-                           events: Sequence[Event], also: Sequence[Statement] = ()
+                           events: Sequence[EventRow], also: Sequence[Statement] = ()
                            ) -> bool:
         """Only where ``writes_if_unchanged`` says so (PostgreSQL)."""
         raise NotImplementedError(f"{type(self).__name__} has no write_if_unchanged")
@@ -245,28 +260,28 @@ class Statements:
         if cursor.rowcount != 1:
             raise WorkflowInstance.DoesNotExist("A workflow instance to update is gone")
 
-    def insert(self, events: Sequence[Event]) -> None:
+    def insert(self, events: Sequence[EventRow]) -> None:
         """Insert event rows (one statement per batch), setting their primary keys."""
         with self.connection.cursor() as cursor:
             self.insert_with(cursor, events)
 
-    def insert_with(self, cursor: Any, events: Sequence[Event]) -> None:
+    def insert_with(self, cursor: Any, events: Sequence[EventRow]) -> None:
         if events and not self.connection.features.can_return_rows_from_bulk_insert:
-            models = [e.as_model() if isinstance(e, EventRow) else e for e in events]
+            models = [event.as_model() for event in events]
             WorkflowEvent.objects.using(self.connection.alias).bulk_create(models)
             for event, model in zip(events, models, strict=True):
-                event.pk = model.pk
+                event.inserted(model.pk, self.connection.alias)
             return
         for sql, params, batch in self.inserts(events):
             cursor.execute(sql, params)
             self.keys(batch, cursor.fetchall())
 
-    def batch_size(self, events: Sequence[Event]) -> int:
+    def batch_size(self, events: Sequence[EventRow]) -> int:
         """Events per ``INSERT``: what the database takes, and at most 1,000."""
         taken: int = self.connection.ops.bulk_batch_size(self.event_fields, events)
         return max(min(taken, MAX_BATCH), 1)
 
-    def inserts(self, events: Sequence[Event]) -> list[Insert]:
+    def inserts(self, events: Sequence[EventRow]) -> list[Insert]:
         """The events' ``INSERT ... RETURNING`` statements, a batch each."""
         size = self.batch_size(events) if events else 1
         return [(self.insert_events + ", ".join([self.event_values] * len(batch))
@@ -274,14 +289,11 @@ class Statements:
                 for batch in (events[start:start + size]
                               for start in range(0, len(events), size))]
 
-    def insert_params(self, batch: Sequence[Event]) -> list[Any]:
+    def insert_params(self, batch: Sequence[EventRow]) -> list[Any]:
         # The value each field saves: its attribute (no event field has auto_now).
         return [field.get_db_prep_save(getattr(event, field.attname), self.connection)
                 for event in batch for field in self.event_fields]
 
-    def keys(self, batch: Sequence[Event], keys: Sequence[Sequence[Any]]) -> None:
+    def keys(self, batch: Sequence[EventRow], keys: Sequence[Sequence[Any]]) -> None:
         for event, (key,) in zip(batch, keys, strict=True):
-            if isinstance(event, EventRow):
-                event.pk = key
-            else:
-                mark_saved(event, key, self.connection.alias)
+            event.inserted(key, self.connection.alias)

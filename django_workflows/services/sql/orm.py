@@ -1,12 +1,17 @@
-"""The few Django ORM internals the hand-written SQL relies on, behind one adapter.
+"""The Django ORM internals the hand-written SQL relies on, behind one adapter.
 
-Rows read with our own SQL must come out as a queryset would make them (the
-database's values through the fields' converters, then ``Model.from_db``), and
-rows inserted with it must look saved to the ORM afterwards (a primary key, and
-``_state`` saying which database holds them). Django documents ``from_db`` and
-``get_db_prep_save``, not the compiler's converters nor ``_state``: those are
-used here and nowhere else, and ``tests/services/test_orm_adapter.py`` pins what
-they do on every supported Django version.
+Rows read with our own SQL must come out as a queryset would make them: the
+database's values through the converters a queryset applies (the backend's, then
+the field's ``from_db_value``), then ``Model.from_db``. Django documents
+``from_db``, not how a queryset finds and applies its converters. These four are
+the internals used, here and nowhere else:
+
+- ``Query(model).get_compiler(connection=...)``: a compiler of the model's query;
+- ``Field.get_col(alias)``: a column of the model's table, as the compiler selects it;
+- ``SQLCompiler.get_converters(columns)`` and ``.apply_converters(rows, converters)``.
+
+``tests/services/test_orm_adapter.py`` holds them to what the ORM itself loads, on
+every supported Django version (``scripts/test``: 5.2, 6.0 and 6.1).
 """
 
 from __future__ import annotations
@@ -29,8 +34,7 @@ class RowReader(Generic[M]):
         meta = model._meta
         self.fields: list[Field[Any, Any]] = list(meta.concrete_fields)
         self.attnames = [field.attname for field in self.fields]
-        self.compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection,
-                                                               connection.alias)
+        self.compiler = Query(model).get_compiler(connection=connection)
         self.converters = self.compiler.get_converters(
             [field.get_col(meta.db_table) for field in self.fields])
 
@@ -40,13 +44,5 @@ class RowReader(Generic[M]):
         if not rows:
             return None
         if self.converters:
-            rows = list(self.compiler.apply_converters(rows, self.converters))
+            rows = list(self.compiler.apply_converters(rows[:1], self.converters))
         return self.model.from_db(self.alias, self.attnames, list(rows[0]))
-
-
-def mark_saved(row: Model, pk: Any, alias: str) -> None:
-    """``row`` was inserted with primary key ``pk`` into database ``alias``: the ORM may
-    now update, refresh or delete it as one it saved itself."""
-    row.pk = pk
-    row._state.adding = False
-    row._state.db = alias

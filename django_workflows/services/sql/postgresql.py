@@ -21,7 +21,7 @@ from ...clock import to_datetime
 from ...conf import workflow_settings
 from ...models import AttemptStatus, WorkflowEvent, WorkflowInstance
 from .attempts import AttemptStatements, Claim
-from .generic import MAX_BATCH, Event, Insert, Statement, Statements
+from .generic import MAX_BATCH, EventRow, Insert, Statement, Statements
 
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for lock_timeout
 SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
@@ -100,12 +100,12 @@ class PostgreSQL(Statements):
         return (getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
                 ) == LOCK_NOT_AVAILABLE
 
-    def inserts(self, events: Sequence[Event]) -> list[Insert]:
+    def inserts(self, events: Sequence[EventRow]) -> list[Insert]:
         return [(self.insert_events_json, [self.json_rows(batch)], batch)
                 for batch in (events[start:start + MAX_BATCH]
                               for start in range(0, len(events), MAX_BATCH))]
 
-    def json_rows(self, batch: Sequence[Event]) -> str:
+    def json_rows(self, batch: Sequence[EventRow]) -> str:
         """The batch as the JSON array ``events_from_json`` takes. Its fields are plain
         (numbers, text, keys, a time, JSON): their values need no preparing but this."""
         fields = self.event_columns_and_attnames
@@ -113,7 +113,7 @@ class PostgreSQL(Statements):
                            for event in batch], default=json_scalar)
 
     def write_if_unchanged(self, row: WorkflowInstance, names: Sequence[str], revision: int,
-                           events: Sequence[Event], also: Sequence[Statement] = ()
+                           events: Sequence[EventRow], also: Sequence[Statement] = ()
                            ) -> bool:
         """:meth:`write` of one instance, only if its row is still at ``revision`` and
         no other transaction holds its lock; whether it was written.
@@ -248,7 +248,7 @@ class PsycopgClientBinding(PostgreSQL):
             return self.chain_from(root, instance_id)
 
     def write(self, changed: Sequence[tuple[WorkflowInstance, Sequence[str]]],
-              events: Sequence[Event], also: Sequence[Statement] = ()) -> None:
+              events: Sequence[EventRow], also: Sequence[Statement] = ()) -> None:
         updates = [self.update_of(row, names) for row, names in changed]
         inserts = self.inserts(events)
         together = [*updates, *also, *((sql, params) for sql, params, _ in inserts)]
