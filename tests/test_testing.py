@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows import Operation, Step, Workflow, registry
+from django_workflows import (
+    Operation,
+    Signal,
+    Step,
+    Timer,
+    Transition,
+    Workflow,
+    registry,
+    services,
+)
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.testing import WorkflowTester
 
@@ -97,3 +106,24 @@ def test_run_to_completion_waits_out_the_deadlines_of_a_grandchild(three_levels)
         done = wf.run_to_completion(instance)
 
     assert done.status == "completed"
+
+
+def test_a_signal_kept_before_its_step_waits_is_not_expired_by_the_fake_clock():
+    """A minute of the tester's clock is a minute: a signal kept for a step that waits
+    later is still kept when the clock moves, and the step takes it."""
+    registry.register(Workflow(
+        id="remind-then-pay", initial={"paid": None},
+        steps=[Step("remind", wait=Timer(after=60)), Step("checkout"),
+               Step("pay", wait=Signal("paid")), Step("done")],
+        transitions=[Transition("remind", "checkout"), Transition("checkout", "pay"),
+                     Transition("pay", "done")]), origin=__name__)
+    try:
+        with WorkflowTester() as wf:
+            order = wf.create("remind-then-pay", start=True)
+            assert services.signal("remind-then-pay", "paid", {"amount": 1},
+                                   instance=order).kept
+            wf.advance(60)  # the reminder's timer fires: a sweep runs
+            wf.next(order)  # checkout: the payment step takes the signal kept for it
+            assert wf.reload(order).current_step == "done"
+    finally:
+        registry.unregister("remind-then-pay")

@@ -33,7 +33,7 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import engine
+from .. import clock, engine
 from ..engine import FieldError
 from ..exceptions import (
     Busy,
@@ -92,7 +92,8 @@ def signal(workflow: str, name: str, payload: Any = None, *,
     message = WorkflowSignal(workflow=workflow, name=name, message_id=message_id or None,
                              reference=reference, correlation=correlation,
                              payload=plain(payload), sender=actor(user),
-                             sender_name=name_of(user))
+                             sender_name=name_of(user),
+                             received_at=clock.now_datetime())  # the clock that expires it
     if message.message_id is not None:
         seen = seen_before(message)
         if seen is not None:
