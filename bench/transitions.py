@@ -319,15 +319,15 @@ def observe(kind: str) -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from django_workflows.observability import observers
     from django_workflows.observability.metrics import MetricsObserver
     from django_workflows.observability.tracing import TracingObserver
+    from django_workflows.services import reports
 
     provider = TracerProvider()
     if kind == "observed-memory":
         provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
     trace.set_tracer_provider(provider)
-    observers.active = (MetricsObserver(), TracingObserver())
+    reports.use([MetricsObserver(), TracingObserver()])
 
 
 def run_case(kind: str, clients: int, targets: list[str], hot: bool, seconds: float,

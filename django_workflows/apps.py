@@ -17,9 +17,9 @@ class DjangoWorkflowsConfig(AppConfig):
             from .api import checks as api_checks  # noqa: F401 - the API's check
 
         registry.autodiscover()
-        from .observability import observers
+        from .services import reports
 
-        observers.configure()  # METRICS, TRACING: imports their extras only when on
+        reports.configure()  # OBSERVERS, METRICS, TRACING: their extras imported only when on
         if apps.is_installed("django_q"):
             from django_q.signals import post_spawn
 

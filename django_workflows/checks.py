@@ -158,6 +158,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                                     f"runner class, not {value!r}", id="django_workflows.E010"))
         elif name == "RETENTION_DAYS" and value is None:
             pass
+        elif name == "OBSERVERS":
+            errors += _observer_errors(value)
         elif name in NAME_SETTINGS:
             if not (isinstance(value, str) and value) and not (
                     value is None and name in OPTIONAL_NAMES):
@@ -198,6 +200,22 @@ def check_observability(app_configs: Any = None, **kwargs: Any) -> list[Error]:
         for name, module, package, extra, check_id in needs
         if user.get(name) is True and not _installed(module)
     ]
+
+
+def _observer_errors(value: Any) -> list[Error]:
+    """``OBSERVERS``: dotted paths of classes that import (their instances get the services'
+    reports: services/reports.py)."""
+    if not isinstance(value, list | tuple) or not all(isinstance(p, str) for p in value):
+        return [Error(f"{SETTING_NAME}['OBSERVERS'] must be a list of dotted paths, not "
+                      f"{value!r}", id="django_workflows.E010")]
+    errors = []
+    for path in value:
+        try:
+            import_string(path)
+        except ImportError as error:
+            errors.append(Error(f"{SETTING_NAME}['OBSERVERS'] names {path!r}, which cannot be "
+                                f"imported: {error}", id="django_workflows.E010"))
+    return errors
 
 
 def _installed(module: str) -> bool:

@@ -65,6 +65,9 @@ DEFAULTS: dict[str, Any] = {
     # The API's OpenAPI schema (and a Swagger UI from ``swagger_ui_view``) is served to
     # signed-in users only; True serves it to anyone, as a public API's would be.
     "PUBLIC_SCHEMA": False,
+    # Who watches the services: observers' classes, by dotted path, each given a report of
+    # every unit of work and turn of the sweep (docs/observability.md).
+    "OBSERVERS": [],
     # Prometheus metrics (the metrics extra) and OpenTelemetry spans (the otel extra):
     # docs/observability.md. Off, the services pay one branch for them.
     "METRICS": False,

@@ -15,9 +15,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from .. import clock, engine
-from ..models import Deadline
-from .observers import AttemptRun, Observer, Unit
+from .. import engine
+from ..services.reports import UnitReport
+from .observers import AttemptRun, Observer
 
 PREFIX = "django_workflows"
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -84,7 +84,10 @@ def child(metric: Counter | Histogram, *labels: str) -> Any:
 class MetricsObserver(Observer):
     """Counts and times what the services report."""
 
-    def unit_done(self, unit: Unit) -> None:
+    def unit_done(self, unit: UnitReport) -> None:
+        if unit.fired is not None:  # the sweep fired a deadline row: how late
+            child(DEADLINE_LATENESS, unit.fired.kind).observe(
+                max(unit.started_at - unit.fired.due_at.timestamp(), 0.0))
         if not unit.happened:
             return
         workflow = unit.workflow or ""
@@ -110,10 +113,6 @@ class MetricsObserver(Observer):
                 if task.opened_at is not None and task.completed_at is not None:
                     child(TASK_SECONDS, workflow, task.step).observe(
                         max(task.completed_at - task.opened_at, 0.0))
-
-    def deadline_due(self, deadline: Deadline) -> None:
-        child(DEADLINE_LATENESS, deadline.kind).observe(
-            max(clock.now() - deadline.due_at.timestamp(), 0.0))
 
     def attempt_done(self, run: AttemptRun) -> None:
         workflow, target = run.workflow, run.target

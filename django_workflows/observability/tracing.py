@@ -17,9 +17,7 @@ the SDK and its exporter (docs/observability.md).
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +26,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from ..models import Attempt, Deadline
-from .observers import AttemptRun, Observer, Unit
+from ..services.reports import SweepTurnReport, UnitReport
+from .observers import AttemptRun, Observer
 
 tracer = trace.get_tracer("django_workflows")
 
@@ -38,8 +37,7 @@ OWN_SPANS = {"command", "create", "signal", "fire"}
 
 @dataclass
 class SweepTurn:
-    started_ns: int = field(default_factory=time.time_ns)
-    span: Span | None = None
+    span: Span
     fired: dict[str, int] = field(default_factory=dict)  # by command
 
 
@@ -49,63 +47,74 @@ class TracingObserver(Observer):
 
     # -- units of work ------------------------------------------------------------------
 
-    def unit(self, unit: Unit) -> AbstractContextManager[Any] | None:
-        if unit.kind not in OWN_SPANS:
-            return None
+    def unit_done(self, report: UnitReport) -> None:
+        if not report.happened:
+            return
+        if report.kind in OWN_SPANS:
+            span = self._span_of(report)
+        else:  # a worker's report: on its attempt's span, current while it runs
+            span = trace.get_current_span()
+            self._describe(span, report)
+        if report.attempts_made or report.deadlines_made:
+            self._carry(trace.set_span_in_context(span), report)
+
+    def _span_of(self, report: UnitReport) -> Span:
+        """The unit's span, made now that it ended, from when it began: a child of the
+        current span (the request's), or of the command that set the deadline it fired,
+        linked to the turn of the sweep that fired it."""
         parent: Context | None = None
         links: list[Link] = []
-        carrier = self._local.__dict__.pop("deadline", None) if unit.kind == "fire" else None
-        turn = self._turn()
-        if turn is not None:  # fired by the sweep: its span exists from now on
-            sweep = self._sweep_span(turn)
-            turn.fired[unit.command] = turn.fired.get(unit.command, 0) + 1
-            parent = trace.set_span_in_context(sweep)
-            if carrier:
-                links.append(Link(sweep.get_span_context()))
-        if carrier:  # a deadline's: continue the trace of the command that set it
-            parent = propagate.extract(carrier)
-        return tracer.start_as_current_span(
-            f"workflows.{unit.command}", context=parent, links=links,
-            record_exception=False, set_status_on_exception=False,
-            attributes={"workflows.kind": unit.kind, "workflows.command": unit.command})
+        if report.turn is not None:  # fired by the sweep: its turn's span exists from now on
+            turn = self._turn(report.turn)
+            turn.fired[report.command] = turn.fired.get(report.command, 0) + 1
+            parent = trace.set_span_in_context(turn.span)
+            carrier = report.fired.trace_context if report.fired is not None else None
+            if carrier:  # a deadline's: continue the trace of the command that set it
+                links.append(Link(turn.span.get_span_context()))
+                parent = propagate.extract(carrier)
+        span = tracer.start_span(
+            f"workflows.{report.command}", context=parent, links=links,
+            start_time=report.started_ns, record_exception=False,
+            set_status_on_exception=False,
+            attributes={"workflows.kind": report.kind, "workflows.command": report.command})
+        self._describe(span, report)
+        span.end()
+        return span
 
-    def unit_done(self, unit: Unit) -> None:
-        if not unit.happened:
-            return
-        span = trace.get_current_span()  # the unit's own, or its attempt's (a report)
+    @staticmethod
+    def _describe(span: Span, report: UnitReport) -> None:
         span.set_attributes(_attributes({
-            "workflows.workflow": unit.workflow,
-            "workflows.instance_id": unit.instance_id
-            or (str(unit.instance.pk) if unit.instance is not None else None),
-            "workflows.revision_before": unit.revision_before,
-            "workflows.revision_after": unit.revision_after,
-            "workflows.outcome": unit.outcome,
-            "workflows.refusal_code": unit.code or None,
+            "workflows.workflow": report.workflow,
+            "workflows.instance_id": report.instance_id
+            or (str(report.instance.pk) if report.instance is not None else None),
+            "workflows.revision_before": report.revision_before,
+            "workflows.revision_after": report.revision_after,
+            "workflows.outcome": report.outcome,
+            "workflows.refusal_code": report.code or None,
         }))
-        if unit.outcome == "error" and unit.error is not None:
-            span.record_exception(unit.error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(unit.error).__name__}: "
-                                                     f"{unit.error}"))
+        if report.outcome == "error" and report.error is not None:
+            span.record_exception(report.error)
+            span.set_status(Status(StatusCode.ERROR, f"{type(report.error).__name__}: "
+                                                     f"{report.error}"))
 
-    # -- rows handed out ----------------------------------------------------------------
-
-    def handing_out(self, attempts: Sequence[Attempt], deadlines: Sequence[Deadline]) -> None:
+    @staticmethod
+    def _carry(context: Context, report: UnitReport) -> None:
+        """Store the trace context on the attempt and deadline rows the unit made, before
+        its work goes to the runner (the report comes first after the commit): a worker's
+        span, and what a deadline fires, continue the trace."""
         carrier: dict[str, str] = {}
-        propagate.inject(carrier)  # the current span: the unit's, or the attempt's
+        propagate.inject(carrier, context=context)
         if not carrier:
             return
-        for attempt in attempts:
-            attempt.trace_context = carrier
-        for deadline in deadlines:
-            deadline.trace_context = carrier
-
-    def deadline_due(self, deadline: Deadline) -> None:
-        # Read by the unit that fires it, next on this thread.
-        self._local.deadline = deadline.trace_context
+        if report.attempts_made:
+            Attempt.objects.filter(token__in=report.attempts_made).update(
+                trace_context=carrier)
+        for token, kind in report.deadlines_made:
+            Deadline.objects.filter(token=token, kind=kind).update(trace_context=carrier)
 
     # -- attempts -----------------------------------------------------------------------
 
-    def attempt(self, run: AttemptRun) -> AbstractContextManager[Any] | None:
+    def attempt(self, run: AttemptRun) -> Any:
         _, carrier = run.stored()
         work = run.claimed.work
         return tracer.start_as_current_span(
@@ -134,34 +143,31 @@ class TracingObserver(Observer):
 
     # -- the sweep ----------------------------------------------------------------------
 
-    def sweep(self) -> AbstractContextManager[Any] | None:
-        return self._sweeping()
+    def sweep_done(self, report: SweepTurnReport) -> None:
+        turn = self._turns().pop(report.started_ns, None)
+        if turn is None:  # it fired nothing: no span
+            return
+        turn.span.set_attributes({f"workflows.sweep.{name}": count
+                                  for name, count in sorted(turn.fired.items())})
+        turn.span.end(end_time=report.ended_ns)
 
-    @contextmanager
-    def _sweeping(self) -> Iterator[None]:
-        outer = self._turn()
-        turn = self._local.turn = SweepTurn()
-        try:
-            yield
-        finally:
-            self._local.turn = outer
-            if turn.span is not None:
-                turn.span.set_attributes({f"workflows.sweep.{name}": count
-                                          for name, count in sorted(turn.fired.items())})
-                turn.span.end()
+    def _turns(self) -> dict[int, SweepTurn]:
+        turns: dict[int, SweepTurn] = self._local.__dict__.setdefault("turns", {})
+        return turns
 
-    def _turn(self) -> SweepTurn | None:
-        turn: SweepTurn | None = getattr(self._local, "turn", None)
-        return turn
-
-    @staticmethod
-    def _sweep_span(turn: SweepTurn) -> Span:
-        if turn.span is None:
-            turn.span = tracer.start_span("workflows.sweep", start_time=turn.started_ns,
-                                          context=Context())  # a trace of its own
-        return turn.span
+    def _turn(self, started_ns: int) -> SweepTurn:
+        """The span of the sweep's turn that began at ``started_ns``, made when it first
+        fires something (a trace of its own)."""
+        turns = self._turns()
+        if started_ns not in turns:
+            turns[started_ns] = SweepTurn(tracer.start_span(
+                "workflows.sweep", start_time=started_ns, context=Context()))
+        return turns[started_ns]
 
 
 def _attributes(values: Mapping[str, Any]) -> dict[str, Any]:
     """Span attributes, without those that are not known (OpenTelemetry drops None)."""
     return {key: value for key, value in values.items() if value is not None}
+
+
+

@@ -22,6 +22,7 @@ from .. import engine
 from ..conf import workflow_settings
 from ..engine.limits import MAX_LOGS
 from ..observability import observers
+from ..services import reports
 from ..services.attempts import Claimed, beat, claim_attempt, finish_claimed
 
 logger = logging.getLogger("django_workflows")
@@ -194,7 +195,7 @@ def run_attempt(token: str, *, heartbeat_thread: bool = True) -> bool:
     claimed = claim_attempt(token, worker=WORKER_NAME)
     if claimed is None:
         return False
-    if observers.active:
+    if reports.watched():
         observers.attempt_run(claimed, partial(_run_claimed, claimed, heartbeat_thread))
     else:
         _run_claimed(claimed, heartbeat_thread)

@@ -20,8 +20,8 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from .. import registry
-from ..engine import COMMANDS, TASK_COMMANDS, Signal
-from ..exceptions import InstanceNotFound, NotAllowed
+from ..engine import COMMANDS, TASK_COMMANDS, FieldError, Signal
+from ..exceptions import InstanceNotFound, NotAllowed, WorkflowNotMoved
 from ..models import TaskCandidate, TaskStatus, WorkflowInstance, WorkflowTask
 
 logger = logging.getLogger("django_workflows")
@@ -210,3 +210,21 @@ def senders_of(workflow_id: str, name: str, instance: WorkflowInstance | None,
     steps = [definition.step(step)] if step is not None else definition.steps
     return {sender for step_ in steps if isinstance(step_.wait, Signal)
             and step_.wait.name == name for sender in step_.wait.senders}
+
+
+RESERVED_REFERENCE = "reference_reserved"
+
+
+def refuse_run_reference(workflow_id: str, reference: str | None) -> None:
+    """Refuse a reference of a registered schedule's runs (``"<schedule id>@..."``) for
+    that schedule's workflow: only the schedule gives one (a field error on
+    ``reference``). A user's create is judged so, or a user could fake a run, or take a
+    due time's run before the schedule makes it (``services/schedules.py``: ``runs_of``)."""
+    schedule_id, at, _ = (reference or "").partition("@")  # a schedule's id has no "@"
+    schedule = registry.find_schedule(schedule_id) if at else None
+    if schedule is None or schedule.workflow_id != workflow_id:
+        return
+    message = (f'A reference starting "{schedule.id}@" names a run of the schedule '
+               f'"{schedule.id}": only the schedule gives it.')
+    raise WorkflowNotMoved(message, RESERVED_REFERENCE,
+                           field_errors=[FieldError("reference", message)])

@@ -20,11 +20,11 @@ from .. import clock, engine
 from ..conf import workflow_settings
 from ..exceptions import Busy
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
-from ..observability import observers
 from .persistence import definition_of
+from .reports import Applied
 from .slots import release, release_after
 from .sql import Statement, statements
-from .unit import Applied, Options, fire, report, report_if_unchanged
+from .unit import Options, fire, report, report_if_unchanged
 
 logger = logging.getLogger("django_workflows")
 
@@ -224,8 +224,6 @@ def fire_deadline(deadline: Deadline | int) -> bool:
             return False
         deadline = found
     pk = deadline.pk
-    if observers.active:
-        observers.deadline_due(deadline)
 
     def still_due() -> bool:
         # Deadline rows are locked after the instance, as commands do: never a deadlock.
@@ -236,7 +234,7 @@ def fire_deadline(deadline: Deadline | int) -> bool:
 
     applied = fire(str(deadline.instance_id),
                    engine.DeadlineDue(deadline.kind, deadline.token),  # type: ignore[arg-type]
-                   still_due=still_due, then=record)
+                   still_due=still_due, then=record, fired=deadline)
     return applied is not None and applied.outcome.moved
 
 

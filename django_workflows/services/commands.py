@@ -22,8 +22,7 @@ from ..exceptions import (
     WorkflowNotMoved,
 )
 from ..models import WorkflowInstance
-from ..observability.observers import observed
-from . import access, idempotency
+from . import access, idempotency, reports
 from .claims import claims_of
 from .kept_signals import kept_signal_finder
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
@@ -89,14 +88,6 @@ def _copy_row(source: WorkflowInstance, destination: WorkflowInstance) -> None:
     destination.replayed = getattr(source, "replayed", False)
 
 
-def _described_create(workflow: str | engine.Workflow, *args: Any, start: bool = False,
-                      **kwargs: Any) -> tuple[str, str | None, str | None, Any]:
-    """A create as observers name it (``observability/observers.py``)."""
-    return ("start" if start else "create", None,
-            workflow.id if isinstance(workflow, engine.Workflow) else workflow, None)
-
-
-@observed("create", _described_create)
 def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None = None,
            owner: Any = None, user: Any = None, start: bool = False,
            reference: str | None = None, idempotency_key: str | None = None,
@@ -106,14 +97,24 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
     ``reference`` is the caller's own name for it (an order number): at most one
     instance per workflow has it; a second create raises :class:`ReferenceTaken`.
     """
-    definition = definition_of(workflow.id if isinstance(workflow, engine.Workflow) else workflow)
+    workflow_id = workflow.id if isinstance(workflow, engine.Workflow) else workflow
+    with reports.unit("create", "start" if start else "create", None,
+                      workflow=workflow_id) as report:
+        return _create(workflow_id, state=state, owner=owner, user=user, start=start,
+                       reference=reference, idempotency_key=idempotency_key,
+                       fingerprint=fingerprint, report=report)
+
+
+def _create(workflow_id: str, *, state: Mapping[str, Any] | None, owner: Any, user: Any,
+            start: bool, reference: str | None, idempotency_key: str | None,
+            fingerprint: str | None, report: reports.UnitReport | None) -> WorkflowInstance:
+    definition = definition_of(workflow_id)
     if definition.nested_only:
         raise WorkflowNotMoved(f'Workflow "{definition.id}" only runs as the nested child of '
                                "another workflow; create that one instead", "nested_only")
     access.judge_create(user, definition.id)
     if user is not None:  # a user cannot fake a schedule's run; trusted code may make one
-        from .schedules import refuse_run_reference  # here: schedules creates with create()
-        refuse_run_reference(definition.id, reference)
+        access.refuse_run_reference(definition.id, reference)
     if state is not None:
         check_state_size(state)
     owner = owner if owner is not None else actor(user)
@@ -125,7 +126,10 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
                 fingerprint or idempotency.fingerprint_of("create", definition.id, state, start,
                                                           reference)))
             if not first:
-                return idempotency.replay(key_row)
+                replayed = idempotency.replay(key_row)
+                if report is not None:
+                    report.created = replayed
+                return replayed
         env = env_for(user)
         try:
             snapshot = engine.new_instance(definition, env, state)
@@ -145,10 +149,14 @@ def create(workflow: str | engine.Workflow, *, state: Mapping[str, Any] | None =
             if row.reference is None or not taken:
                 raise
             raise ReferenceTaken(definition.id, row.reference, str(taken[0])) from None
+        if report is not None:
+            report.created = row
         if start:  # its first step may take a signal kept for it
             outcome = engine.apply(definition, snapshot, engine.Start(),
                                    replace(env, kept_signal=kept_signal_finder([row])))
-            after_commit(save_outcome([row], snapshot, outcome, actor=actor(user)))
+            after_commit(save_outcome([row], snapshot, outcome, actor=actor(user)), report)
+        else:
+            reports.after_commit(report)
         if key_row is not None:
             idempotency.remember(key_row, row, None)
     return row

@@ -33,8 +33,9 @@ from ..exceptions import (
 from ..models import SignalStatus, SweepItem, WorkflowInstance, WorkflowSignal
 from .kept_signals import refuse, sender_of, sender_refusal
 from .persistence import definition_of
+from .reports import Applied
 from .sweep_items import without_held_back
-from .unit import Applied, deliver
+from .unit import deliver
 
 
 def awaited(workflow: str, name: str) -> list[engine.Signal]:

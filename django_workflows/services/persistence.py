@@ -31,7 +31,6 @@ from ..models import (
     WorkflowSignal,
     WorkflowTask,
 )
-from ..observability import observers
 from .slots import UNCLAIMED, release, release_resumed, take_slots
 from .sql import EventRow, Statement, statements
 
@@ -99,6 +98,8 @@ class Saved:
     events: list[EventRow] = field(default_factory=list)
     dispatch: list[str] = field(default_factory=list)  # attempt tokens to hand to the runner
     signals: dict[Any, WorkflowSignal] = field(default_factory=dict)  # as the command left them
+    attempts_made: tuple[str, ...] = ()  # the tokens of the attempt rows it inserted
+    deadlines_made: tuple[tuple[str, str], ...] = ()  # (token, kind) of its deadline rows
 
 
 def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
@@ -108,7 +109,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     ``also``: other rows' statements, sent with the instances' own."""
     saved, changed = _saved_rows(chain, before, outcome, actor)
     statements().write(changed, saved.events, also)
-    saved.dispatch = _store_effects(outcome.effects)
+    saved.dispatch, saved.attempts_made, saved.deadlines_made = _store_effects(outcome.effects)
     _store_tasks(saved.rows, outcome.effects)
     saved.signals = _store_signals_taken(saved.rows, outcome.effects)
     paused = {node.id for node in before.tree() if node.status == "paused"}
@@ -217,8 +218,10 @@ def _save_node(rows: dict[str, WorkflowInstance], node: engine.WorkflowSnapshot,
     ]
 
 
-def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
-    """Attempt and deadline rows for the effects; the tokens to dispatch after commit."""
+def _store_effects(effects: tuple[engine.Effect, ...]
+                   ) -> tuple[list[str], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Attempt and deadline rows for the effects; the tokens to dispatch after commit, and
+    the attempt and deadline rows made (their keys)."""
     attempts: dict[str, Attempt] = {}
     stops: dict[str, str] = {}
     deadlines: dict[tuple[str, str], Deadline] = {}
@@ -251,8 +254,6 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
         Deadline.objects.filter(token__in=cleared).delete()
         Attempt.objects.filter(token__in=cleared, timeout_at__isnull=False).update(
             timeout_at=None)
-    if observers.active and (attempts or deadlines):
-        observers.handing_out(list(attempts.values()), list(deadlines.values()))
     if deadlines:
         Deadline.objects.bulk_create(deadlines.values())
     if attempts:
@@ -275,7 +276,8 @@ def _store_effects(effects: tuple[engine.Effect, ...]) -> list[str]:
         Attempt.objects.filter(token__in=tokens).update(stop_reason=reason, status=Case(
             When(status__in=UNCLAIMED, then=Value(AttemptStatus.DROPPED.value)),
             default=F("status")))
-    return [t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED]
+    return ([t for t, a in attempts.items() if a.status == AttemptStatus.QUEUED],
+            tuple(attempts), tuple(deadlines))
 
 
 def _store_signals_taken(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect, ...]

@@ -23,9 +23,8 @@ from django.db.models import QuerySet
 
 from .. import clock, engine, registry
 from ..conf import workflow_settings
-from ..engine import FieldError
 from ..engine.schedules import Schedule, cron_library_installed
-from ..exceptions import NotAllowed, ReferenceTaken, WorkflowError, WorkflowNotMoved
+from ..exceptions import NotAllowed, ReferenceTaken, WorkflowError
 from ..models import SweepItem, WorkflowInstance, WorkflowSchedule
 from .commands import create
 from .sweep_items import Items, held_back_keys
@@ -84,24 +83,6 @@ def runs_of(schedule_id: str) -> QuerySet[WorkflowInstance]:
         return WorkflowInstance.objects.none()
     return WorkflowInstance.objects.filter(workflow=schedule.workflow_id,
                                            reference__startswith=f"{schedule.id}@")
-
-
-RESERVED_REFERENCE = "reference_reserved"
-
-
-def refuse_run_reference(workflow_id: str, reference: str | None) -> None:
-    """Refuse a reference of a registered schedule's runs (``"<schedule id>@..."``) for
-    that schedule's workflow: only the schedule gives one (a field error on
-    ``reference``). A user's create is judged so, or a user could fake a run, or take a
-    due time's run before the schedule makes it."""
-    schedule_id, at, _ = (reference or "").partition("@")  # a schedule's id has no "@"
-    schedule = registry.find_schedule(schedule_id) if at else None
-    if schedule is None or schedule.workflow_id != workflow_id:
-        return
-    message = (f'A reference starting "{schedule.id}@" names a run of the schedule '
-               f'"{schedule.id}": only the schedule gives it.')
-    raise WorkflowNotMoved(message, RESERVED_REFERENCE,
-                           field_errors=[FieldError("reference", message)])
 
 
 # -- the rows ----------------------------------------------------------------------------

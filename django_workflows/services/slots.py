@@ -30,6 +30,7 @@ from django.db.models import Q
 from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, LimitedKey
+from .dispatch import hand_out
 
 logger = logging.getLogger("django_workflows")
 
@@ -226,7 +227,6 @@ def release(keys: Iterable[str]) -> list[str]:
             Attempt.objects.filter(token=token, status=AttemptStatus.WAITING).update(
                 look_again_at=until)
         if handed:
-            from .unit import hand_out  # unit -> persistence -> here
             transaction.on_commit(lambda: hand_out(workflow_settings.RUNNER(), handed))
     return handed
 

@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 from .. import clock
 from ..conf import workflow_settings
 from ..models import Attempt, AttemptStatus, Deadline, SweepFailure, SweepItem, SweepLease
-from ..observability.observers import observed_sweep
+from . import reports
 from .attempts import (
     apply_kept_result,
     fire_attempt_timeout,
@@ -27,11 +27,11 @@ from .attempts import (
     interrupt_attempt,
     still_trying,
 )
+from .dispatch import hand_out
 from .hand_over import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .schedules import fire_due_schedules, next_schedule_due_at
 from .slots import next_look_at, release_due
 from .sweep_items import Items, without_held_back
-from .unit import hand_out
 
 LEASE = "sweep"
 
@@ -64,7 +64,6 @@ def counted(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
-@observed_sweep
 def sweep_turn(now: datetime, *, whole: bool, limit: int = 500) -> SweepReport:
     """One turn of the sweep: the one composition every runner's sweeper calls.
 
@@ -75,12 +74,14 @@ def sweep_turn(now: datetime, *, whole: bool, limit: int = 500) -> SweepReport:
     the two. Each item is its own unit of work: one that raises is recorded, and the
     others go on (``sweep_items.py``)."""
     report = SweepReport()
-    report.fired = fire_due_deadlines(now, limit, report)
-    if whole:
-        report.interrupted = interrupt_silent_attempts(now, limit, report)
-        report.redispatched = redispatch_lost_attempts(now, limit, report)
-        report.signals = look_after_kept_signals(now, report)
-    report.scheduled = fire_due_schedules(now, report=report)
+    with reports.sweep_turn() as done:  # its units are reported as part of the turn
+        report.fired = fire_due_deadlines(now, limit, report)
+        if whole:
+            report.interrupted = interrupt_silent_attempts(now, limit, report)
+            report.redispatched = redispatch_lost_attempts(now, limit, report)
+            report.signals = look_after_kept_signals(now, report)
+        report.scheduled = fire_due_schedules(now, report=report)
+        done(report)
     return report
 
 

@@ -23,11 +23,10 @@ Nothing else runs under the lock: the caller shows the result after commit.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -35,13 +34,12 @@ from django.db import OperationalError, transaction
 
 from .. import clock, engine, registry
 from ..conf import workflow_settings
-from ..exceptions import Busy, InstanceNotFound, InvalidState, StaleRevision, WorkflowNotMoved
-from ..models import WorkflowInstance
-from ..observability import observers
-from ..observability.observers import observed
+from ..exceptions import Busy, InstanceNotFound, StaleRevision
+from ..models import Deadline, WorkflowInstance
 from ..signals import announce, listened_to
-from . import access, idempotency
+from . import access, idempotency, reports
 from .claims import claims_of
+from .dispatch import hand_out
 from .kept_signals import kept_signal_finder
 from .persistence import (
     Saved,
@@ -51,10 +49,8 @@ from .persistence import (
     save_outcome,
     writes_only_the_instance,
 )
+from .reports import Applied
 from .sql import Statement, statements
-
-logger = logging.getLogger("django_workflows")
-
 
 # Statements for other rows a unit writes with the instance's, given the engine's outcome.
 Writes = Callable[[engine.Outcome], Sequence[Statement]]
@@ -64,51 +60,18 @@ Writes = Callable[[engine.Outcome], Sequence[Statement]]
 class Options:
     """What a caller adds to the core: who acts (access is judged by the caller; hooks get
     them, events record them), its own rows' statements sent with the instance's
-    (``writes``), and the claims it knows of (token: when), which need no query."""
+    (``writes``), the claims it knows of (token: when), which need no query, and the
+    unit's report (None: nobody watches)."""
 
     user: Any = None
     writes: Writes | None = None
     known_claims: Mapping[str, float] | None = None
-
-
-@dataclass(frozen=True)
-class Applied:
-    """What a unit of work did: the engine's outcome and the target's saved row."""
-
-    outcome: engine.Outcome
-    instance: WorkflowInstance
-    definition: engine.Workflow  # the root's
-    signals: Mapping[Any, Any] = field(default_factory=dict)  # rows it settled (TakeSignal)
-
-    @property
-    def refusal(self) -> WorkflowNotMoved | None:
-        """The refusal as the services raise it, or None when the command moved."""
-        outcome = self.outcome
-        if outcome.moved:
-            return None
-        assert outcome.code is not None
-        if outcome.code == "invalid_state":
-            return InvalidState(outcome.message or "Invalid state", outcome.field_errors,
-                                self.instance)
-        return WorkflowNotMoved(outcome.message or outcome.code, outcome.code,
-                                instance=self.instance, field_errors=outcome.field_errors)
+    report: reports.UnitReport | None = None
 
 
 # -- the entry points -------------------------------------------------------------------
 
 
-def _described(instance_id: str, command: engine.Command, *args: Any, **kwargs: Any
-               ) -> tuple[str, str | None, str | None, Any]:
-    """A unit of work as observers name it (``observability/observers.py``)."""
-    return command.name, instance_id, None, command
-
-
-def _described_read(read: WorkflowInstance, command: engine.Command, *args: Any,
-                    **kwargs: Any) -> tuple[str, str | None, str | None, Any]:
-    return command.name, str(read.pk), read.workflow, command
-
-
-@observed("command", _described)
 def give(instance_id: str, command: engine.Command, *, user: Any = None,
          expected_revision: int | None = None, key: idempotency.Key | None = None,
          lock_timeout: float) -> Applied:
@@ -117,35 +80,34 @@ def give(instance_id: str, command: engine.Command, *, user: Any = None,
     A replayed idempotency ``key`` returns the first result (or its refusal);
     a row no longer at ``expected_revision`` raises :class:`StaleRevision`.
     """
-    if key is None:  # a key's row is written in the command's transaction: under the lock
-        applied = _give_if_unchanged(instance_id, command, user, expected_revision)
-        if applied is not None:
-            return applied
-    with busy_as_error(lock_timeout), transaction.atomic():
-        key_row = None
-        if key is not None:
-            key_row, first = idempotency.claim(user, key)
-            if not first:
-                replayed = idempotency.replay(key_row)
-                return Applied(engine.Outcome(snapshot=replayed.snap), replayed,
-                               definition_of(replayed.workflow))
-        chain = statements().lock_tree(instance_id, lock_timeout)
-        target = row_of(chain, instance_id)
-        if expected_revision is not None and target.revision != expected_revision:
-            raise StaleRevision(expected_revision, target.revision)
-        access.judge(user, target, command.name)
-        applied = apply_locked(chain, instance_id, command, Options(user=user))
-        if key_row is not None:
-            idempotency.remember(key_row, applied.instance, applied.refusal)
+    with reports.unit("command", command.name, instance_id, detail=command) as report:
+        if key is None:  # a key's row is written in the command's transaction: under the lock
+            applied = _give_if_unchanged(instance_id, command, user, expected_revision, report)
+            if applied is not None:
+                return applied
+        with busy_as_error(lock_timeout), transaction.atomic():
+            key_row = None
+            if key is not None:
+                key_row, first = idempotency.claim(user, key)
+                if not first:
+                    replayed = idempotency.replay(key_row)
+                    applied = Applied(engine.Outcome(snapshot=replayed.snap), replayed,
+                                      definition_of(replayed.workflow))
+                    if report is not None:
+                        report.applied = applied
+                    return applied
+            chain = statements().lock_tree(instance_id, lock_timeout)
+            target = row_of(chain, instance_id)
+            if expected_revision is not None and target.revision != expected_revision:
+                raise StaleRevision(expected_revision, target.revision)
+            access.judge(user, target, command.name)
+            applied = apply_locked(chain, instance_id, command,
+                                   Options(user=user, report=report))
+            if key_row is not None:
+                idempotency.remember(key_row, applied.instance, applied.refusal)
     return applied
 
 
-def _described_delivery(instance_id: str, *args: Any, **kwargs: Any
-                        ) -> tuple[str, str | None, str | None, Any]:
-    return "signal", instance_id, None, None
-
-
-@observed("signal", _described_delivery)
 def deliver(instance_id: str, *, prepare: Callable[[WorkflowInstance], engine.Command | None],
             then: Callable[[Applied], None], user: Any, lock_timeout: float
             ) -> Applied | None:
@@ -155,7 +117,8 @@ def deliver(instance_id: str, *, prepare: Callable[[WorkflowInstance], engine.Co
     and gives the command to apply (None: nothing to apply); ``then(applied)`` settles
     the signal's row by the outcome, in the same transaction. None when the instance is
     gone or nothing was applied."""
-    with busy_as_error(lock_timeout), transaction.atomic():
+    with reports.unit("signal", "signal", instance_id) as report, \
+            busy_as_error(lock_timeout), transaction.atomic():
         try:
             chain = statements().lock_tree(instance_id, lock_timeout)
         except InstanceNotFound:
@@ -163,42 +126,44 @@ def deliver(instance_id: str, *, prepare: Callable[[WorkflowInstance], engine.Co
         command = prepare(row_of(chain, instance_id))
         if command is None:
             return None
-        if observers.active:
-            observers.commanded(command)
-        applied = apply_locked(chain, instance_id, command, Options(user=user))
+        if report is not None:
+            report.detail = command  # made under the lock, once the sender was judged
+        applied = apply_locked(chain, instance_id, command, Options(user=user, report=report))
         then(applied)
     return applied
 
 
-@observed("report", _described)
 def report(instance_id: str, command: engine.Command, options: Options = Options()
            ) -> Applied | None:
     """A worker's report on its attempt, under the lock; None when the instance is gone."""
     timeout = workflow_settings.LOCK_TIMEOUT
-    with busy_as_error(timeout), transaction.atomic():
+    with reports.unit("report", command.name, instance_id, detail=command) as unit_report, \
+            busy_as_error(timeout), transaction.atomic():
         try:
             chain = statements().lock_tree(instance_id, timeout)
         except InstanceNotFound:
             return None
-        return apply_locked(chain, instance_id, command, options)
+        return apply_locked(chain, instance_id, command, replace(options, report=unit_report))
 
 
-@observed("fire", _described)
 def fire(instance_id: str, command: engine.Command, *,
          still_due: Callable[[], bool] | None = None,
-         then: Callable[[Applied], None] | None = None) -> Applied | None:
+         then: Callable[[Applied], None] | None = None,
+         fired: Deadline | None = None) -> Applied | None:
     """Something due fired by the sweep; None when the tree is busy (the next sweep looks
     again), the instance is gone, or ``still_due()``, asked under the lock, says it no
-    longer is. ``then(applied)`` writes the caller's own rows in the same transaction."""
+    longer is. ``then(applied)`` writes the caller's own rows in the same transaction.
+    ``fired``: the deadline row it fires (its report says when it was due)."""
     timeout = workflow_settings.LOCK_TIMEOUT
-    with busy_as_error(timeout), transaction.atomic():
+    with reports.unit("fire", command.name, instance_id, detail=command,
+                      fired=fired) as report, busy_as_error(timeout), transaction.atomic():
         try:
             chain = statements().lock_tree_unless_busy(instance_id, timeout)
         except InstanceNotFound:
             return None
         if chain is None or (still_due is not None and not still_due()):
             return None
-        applied = apply_locked(chain, instance_id, command, Options())
+        applied = apply_locked(chain, instance_id, command, Options(report=report))
         if then is not None:
             then(applied)
     return applied
@@ -211,17 +176,18 @@ def apply_locked(chain: list[WorkflowInstance], instance_id: str, command: engin
                  options: Options) -> Applied:
     """Apply ``command`` to ``instance_id`` of the locked ``chain`` (root first) and save
     it; call it inside the transaction that holds the locks."""
-    user = options.user
-    if observers.active:
-        observers.locked(row_of(chain, instance_id))
+    user, report = options.user, options.report
+    if report is not None:
+        report.locked(row_of(chain, instance_id))
     definition, tree = load_chain(chain)
     env = env_for(user, kept_signal=kept_signal_finder(chain))
     outcome = engine.apply(definition, tree, command, env, target=instance_id,
                            claimed=claims_of(tree, known=options.known_claims))
     saved = save_outcome(chain, tree, outcome, actor=actor(user),
                          also=options.writes(outcome) if options.writes is not None else ())
-    after_commit(saved)
-    return Applied(outcome, saved.rows[instance_id], definition, saved.signals)
+    applied = Applied(outcome, saved.rows[instance_id], definition, saved.signals)
+    after_commit(saved, report, applied)
+    return applied
 
 
 def row_of(chain: list[WorkflowInstance], instance_id: str) -> WorkflowInstance:
@@ -274,18 +240,21 @@ def _under_the_lock_only(*args: Any) -> Any:
     raise NeedsLock()
 
 
-@observed("report", _described_read)
 def report_if_unchanged(read: WorkflowInstance, command: engine.Command,
                         options: Options = Options(), *,
                         loaded: engine.WorkflowSnapshot | None = None) -> Applied | None:
     """A worker's report applied to the row its claim read (``read``; ``loaded``: that row
     as the claim loaded it, so it is not read from JSON twice) by :func:`apply_if_unchanged`;
     None when it must run under the lock (:func:`report`), having written nothing."""
-    return apply_if_unchanged(read, command, options, loaded=loaded)
+    with reports.unit("report", command.name, str(read.pk), workflow=read.workflow,
+                      detail=command) as report:
+        return apply_if_unchanged(read, command, replace(options, report=report),
+                                  loaded=loaded)
 
 
 def _give_if_unchanged(instance_id: str, command: engine.Command, user: Any,
-                       expected_revision: int | None) -> Applied | None:
+                       expected_revision: int | None,
+                       report: reports.UnitReport | None) -> Applied | None:
     """:func:`give` on the row as read without the lock, by :func:`apply_if_unchanged`:
     two round trips instead of four (``BEGIN``, the lock, the write, ``COMMIT``); None when
     it must run under the lock, having written nothing.
@@ -310,7 +279,7 @@ def _give_if_unchanged(instance_id: str, command: engine.Command, user: Any,
                 return None
         except InstanceNotFound:
             return None
-    return apply_if_unchanged(read, command, Options(user=user))
+    return apply_if_unchanged(read, command, Options(user=user, report=report))
 
 
 def apply_if_unchanged(read: WorkflowInstance, command: engine.Command,
@@ -355,10 +324,12 @@ def apply_if_unchanged(read: WorkflowInstance, command: engine.Command,
     if saved is None:
         lost_a_race(str(read.pk))
         return None
-    if observers.active:
-        observers.wrote_at_once(read, revision, began)
-    after_commit(saved)
-    return Applied(outcome, saved.rows[str(read.pk)], definition)
+    report = options.report
+    if report is not None:
+        report.wrote_at_once(read, revision, began)
+    applied = Applied(outcome, saved.rows[str(read.pk)], definition)
+    after_commit(saved, report, applied)
+    return applied
 
 
 # An instance whose one-statement write lately found it moved on or locked by another
@@ -388,23 +359,16 @@ def lost_a_race(instance_id: str) -> None:
 # -- after commit -----------------------------------------------------------------------
 
 
-def hand_out(runner: Any, tokens: list[str]) -> None:
-    """Give work to the runner; if it fails, the command stays committed all the same.
-
-    Work the runner did not take stays queued, and the sweep hands it out again.
-    """
-    try:
-        runner.enqueue(tokens)
-    except Exception:
-        logger.exception("The runner did not take attempts %s; the sweep will hand them "
-                         "out again", ", ".join(tokens))
-
-
-def after_commit(saved: Saved) -> None:
-    """Announce the saved events, then hand out the new work, once the transaction commits."""
-    # Announced before the work is handed out: a runner that runs it at once
-    # announces that work's events, which must come after these. Nobody listening (no
-    # receiver of the signal, no analytics): nothing to announce.
+def after_commit(saved: Saved, report: reports.UnitReport | None = None,
+                 applied: Applied | None = None) -> None:
+    """Once the transaction commits: the unit's report, then the saved events announced,
+    then the new work handed out (each runs in that order: a runner that runs the work at
+    once reports and announces that work's own, which must come after these)."""
+    if report is not None:
+        report.applied = applied or report.applied
+        report.attempts_made, report.deadlines_made = saved.attempts_made, saved.deadlines_made
+        reports.after_commit(report)
+    # Nobody listening (no receiver of the signal, no analytics): nothing to announce.
     if saved.events and listened_to(saved.rows.values()):
         definitions = {row.workflow: definition_of(row.workflow) for row in saved.rows.values()}
         transaction.on_commit(partial(announce, definitions, list(saved.events)))

@@ -15,8 +15,8 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from .attempts import AttemptStatements
-from .generic import EventRow, Statement, Statements
+from .attempts import AttemptStatements, Statement
+from .generic import EventRow, Statements
 from .mysql import MariaDB, MySQL, is_mariadb
 from .postgresql import PostgreSQL, PsycopgClientBinding
 

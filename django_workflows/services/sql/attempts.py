@@ -10,15 +10,22 @@ claimed, then its instance read. PostgreSQL does it in one round trip
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from django.db.models import Field
 
 from ...clock import to_datetime
 from ...models import Attempt, AttemptStatus, WorkflowInstance
 
-if TYPE_CHECKING:
-    from .generic import Statement, Statements
+Statement = tuple[str, list[Any]]  # SQL and its parameters
+
+
+class InstanceStatements(Protocol):
+    """What the attempts' SQL needs of the instances' (``generic.Statements``)."""
+
+    connection: Any
+
+    def row(self, pk: Any) -> WorkflowInstance | None: ...
 
 
 def field_of(name: str) -> Field[Any, Any]:
@@ -42,7 +49,7 @@ class Claim(NamedTuple):
 class AttemptStatements:
     """The attempt's SQL for the connection of ``instances``."""
 
-    def __init__(self, instances: Statements) -> None:
+    def __init__(self, instances: InstanceStatements) -> None:
         self.instances = instances
         self.connection = instances.connection
         self.table = self.connection.ops.quote_name(Attempt._meta.db_table)

@@ -27,14 +27,11 @@ from django.db.models import Field
 
 from ...exceptions import InstanceNotFound
 from ...models import WorkflowEvent, WorkflowInstance
-from .attempts import AttemptStatements
+from .attempts import AttemptStatements, Statement
 from .orm import RowReader
 
 # Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
 MAX_BATCH = 1000
-
-Statement = tuple[str, list[Any]]  # SQL and its parameters
-
 
 class EventRow:
     """An event row as the hot path writes it: the values of ``WorkflowEvent``'s columns,

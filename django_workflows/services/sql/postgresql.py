@@ -20,8 +20,8 @@ from uuid import UUID
 from ...clock import to_datetime
 from ...conf import workflow_settings
 from ...models import AttemptStatus, WorkflowEvent, WorkflowInstance
-from .attempts import AttemptStatements, Claim
-from .generic import MAX_BATCH, EventRow, Insert, Statement, Statements
+from .attempts import AttemptStatements, Claim, Statement
+from .generic import MAX_BATCH, EventRow, Insert, Statements
 
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for lock_timeout
 SAVED_LOCK_TIMEOUT = "django_workflows.lock_timeout"  # a transaction-local placeholder setting
