@@ -24,10 +24,9 @@ from rest_framework.response import Response
 from .. import engine
 from ..storable import json_problems
 from .schema import ETAG, IDEMPOTENCY_KEY, IF_MATCH, described
-from .serializers import StateField
+from .serializers import AnyField, StateField
 
 V = TypeVar("V")
-AnyField = serializers.Field[Any, Any, Any, Any]
 
 
 class JSONValueField(serializers.JSONField):

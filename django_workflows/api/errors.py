@@ -201,16 +201,17 @@ class JSONErrors(_View):
     def get_exception_handler(self) -> Any:
         return exception_handler
 
-    # DRF's own answers None too where no class names a challenge; its stubs say str.
-    def get_authenticate_header(self, request: Request) -> str | None:  # type: ignore[override]
+    def get_authenticate_header(self, request: Request) -> str:
+        """The first challenge of the authentication classes; "" (no class has one): 403."""
         # DRF asks only the first class, so Session before Basic would answer 403.
         # ForcedAuthentication (DRF's test client) has no authenticate_header, and needs none:
         # it signs a user in, who meets no challenge.
         for authenticator in request.authenticators or ():
-            challenge = authenticator.authenticate_header(request)  # type: ignore[union-attr]
+            ask = getattr(authenticator, "authenticate_header", None)
+            challenge = ask(request) if ask is not None else None
             if challenge:
-                return challenge
-        return None
+                return str(challenge)
+        return ""
 
     def finalize_response(self, request: Request, response: Any, *args: Any,
                           **kwargs: Any) -> Any:

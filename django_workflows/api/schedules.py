@@ -18,7 +18,7 @@ from .schema import NOT_ALLOWED, described, error_response
 from .views import WorkflowsAPIView
 
 
-class ScheduleSerializer(serializers.Serializer):
+class ScheduleSerializer(serializers.Serializer[Any]):
     """A schedule as the code declares it, and where it stands."""
 
     id = serializers.CharField()

@@ -26,6 +26,7 @@ BRANCH_STATUSES = list(get_args(BranchStatus))
 NULLABLE_STRING = {"type": "string", "nullable": True}
 
 _datetime = serializers.DateTimeField()
+AnyField = serializers.Field[Any, Any, Any, Any]
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -46,21 +47,20 @@ class StateField(serializers.DictField):
 
 
 class ReferenceField(serializers.CharField):
-    """A reference: printable text a database can store, blank meaning none."""
+    """A reference: printable text a database can store (blank text is refused as blank)."""
 
-    # None for blank text (allow_null); the stubs type a CharField's value as str.
-    def to_internal_value(self, data: Any) -> str | None:  # type: ignore[override]
+    def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if json_problems(value):
             raise serializers.ValidationError("This text must not contain NUL characters or "
                                               "unpaired surrogates.")
-        return value or None
+        return value
 
 
 # -- input ---------------------------------------------------------------------------
 
 
-class CreateInstanceSerializer(serializers.Serializer):
+class CreateInstanceSerializer(serializers.Serializer[Any]):
     workflow = serializers.ChoiceField(choices=[], help_text="The workflow's id.")
     state = StateField(required=False, help_text="The initial state; default: the "
                                                   "definition's initial state.")
@@ -85,11 +85,11 @@ class CreateInstanceSerializer(serializers.Serializer):
         return value
 
 
-class StateSerializer(serializers.Serializer):
+class StateSerializer(serializers.Serializer[Any]):
     state = StateField(help_text="The new state: it replaces the old one.")
 
 
-class StatePatchSerializer(serializers.Serializer):
+class StatePatchSerializer(serializers.Serializer[Any]):
     """A JSON Merge Patch (RFC 7396) of the body {"state": ...}: only what it names changes."""
 
     state = StateField(required=False, help_text=(
@@ -97,36 +97,39 @@ class StatePatchSerializer(serializers.Serializer):
         "key, any other value replaces the old one; keys not named are kept."))
 
 
-class ErrorSerializer(serializers.Serializer):
+class ErrorSerializer(serializers.Serializer[Any]):
     """Every error body: ``detail`` for people, ``code`` for programs."""
 
     detail = serializers.CharField()
     code = serializers.CharField()
-    # A declared field named as an attribute of the serializer's (fields, errors, data,
-    # source): DRF's metaclass takes it out of the class, so it hides nothing; mypy sees both.
-    fields = serializers.DictField(  # type: ignore[assignment]
-        child=serializers.ListField(child=serializers.CharField()), required=False,
-        help_text="Input errors: each bad field's dotted name and its messages.")
-    id = serializers.UUIDField(required=False, help_text="`reference_taken`: the instance "
-                               "that has the reference, if you may see it (else no `id`).")
+
+    def get_fields(self) -> dict[str, AnyField]:
+        # A field named as an attribute of a serializer's own (fields, errors, data, source,
+        # root, instance) is made here, not declared on the class, where it would hide that.
+        return {**super().get_fields(), "fields": serializers.DictField(
+                    child=serializers.ListField(child=serializers.CharField()), required=False,
+                    help_text="Input errors: each bad field's dotted name and its messages."),
+                "id": serializers.UUIDField(
+                    required=False, help_text="`reference_taken`: the instance that has the "
+                    "reference, if you may see it (else no `id`).")}
 
 
 # -- instances -----------------------------------------------------------------------
 
 
-class ProgressSerializer(serializers.Serializer):
+class ProgressSerializer(serializers.Serializer[Any]):
     current = serializers.FloatField()
     total = serializers.FloatField(allow_null=True)
     message = serializers.CharField(allow_null=True)
 
 
-class FeedbackSerializer(serializers.Serializer):
+class FeedbackSerializer(serializers.Serializer[Any]):
     phase = serializers.ChoiceField(choices=list(get_args(Phase)))
     percent = serializers.IntegerField(allow_null=True)
     message = serializers.CharField(allow_null=True)
 
 
-class ErrorInfoSerializer(serializers.Serializer):
+class ErrorInfoSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     message = serializers.CharField()
 
@@ -154,7 +157,7 @@ class InstanceStatusField(serializers.CharField):
     pass
 
 
-class OperationSerializer(serializers.Serializer):
+class OperationSerializer(serializers.Serializer[Any]):
     """One operation of the current step's work (children nested)."""
 
     id = serializers.CharField()
@@ -183,7 +186,7 @@ class OperationSerializer(serializers.Serializer):
     children = OperationChildrenField()
 
 
-class BranchSerializer(serializers.Serializer):
+class BranchSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     step = serializers.CharField()
     status = BranchStatusField()
@@ -244,7 +247,7 @@ class ActionsFieldSchema(OpenApiSerializerFieldExtension):
                 "required": list(engine.ACTIONS)}
 
 
-class NestedInstanceSerializer(serializers.Serializer):
+class NestedInstanceSerializer(serializers.Serializer[Any]):
     """The current step's nested child instance, in short."""
 
     id = serializers.UUIDField()
@@ -259,7 +262,7 @@ class WaitingKindField(serializers.CharField):
     pass
 
 
-class WaitingSerializer(serializers.Serializer):
+class WaitingSerializer(serializers.Serializer[Any]):
     """What the instance waits for now: a signal, a timer, or a person's task."""
 
     kind = WaitingKindField()
@@ -272,13 +275,13 @@ class WaitingSerializer(serializers.Serializer):
         "where there is no such time."))
 
 
-class HeldSerializer(serializers.Serializer):
+class HeldSerializer(serializers.Serializer[Any]):
     command = serializers.CharField(help_text="What came: `attempt_finished`, "
                                               "`attempt_interrupted`, `deadline_due`, `signal`.")
     at = serializers.DateTimeField()
 
 
-class PausedSerializer(serializers.Serializer):
+class PausedSerializer(serializers.Serializer[Any]):
     """A paused instance: since when, by whom, why, and what came back meanwhile."""
 
     since = serializers.DateTimeField()
@@ -290,7 +293,7 @@ class PausedSerializer(serializers.Serializer):
                                                "resume in this order.")
 
 
-class StandingSerializer(serializers.Serializer):
+class StandingSerializer(serializers.Serializer[Any]):
     """Where an instance stood when its rollback started."""
 
     status = InstanceStatusField()
@@ -303,7 +306,7 @@ class StandingSerializer(serializers.Serializer):
     completed_at = serializers.DateTimeField(allow_null=True)
 
 
-class CompensationSerializer(serializers.Serializer):
+class CompensationSerializer(serializers.Serializer[Any]):
     kind = serializers.ChoiceField(choices=["operation", "branch", "nested", "step"])
     target = serializers.CharField(help_text="The operation (its path of ids), branch, child "
                                              "instance or step undone.")
@@ -315,7 +318,7 @@ class CompensationSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-class RolledBackSerializer(serializers.Serializer):
+class RolledBackSerializer(serializers.Serializer[Any]):
     """The last rollback that finished: what it undid and how, when and by whom."""
 
     started_at = serializers.DateTimeField(allow_null=True)
@@ -353,15 +356,13 @@ def rolled_back_view(plan: engine.RollbackPlan | None) -> dict[str, Any] | None:
     }
 
 
-class InstanceSerializer(serializers.ModelSerializer):
+class InstanceSerializer(serializers.ModelSerializer[WorkflowInstance]):
     """An instance, as ``GET /api/instances/<uuid>/`` returns it."""
 
     current_step = serializers.SerializerMethodField()
     completed_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
     skipped_steps = serializers.ListField(child=serializers.CharField(), read_only=True)
     history = serializers.ListField(child=serializers.CharField(), read_only=True)
-    errors = serializers.ListField(  # type: ignore[assignment]  # a declared field, as fields
-        child=serializers.CharField(), read_only=True)
     state = serializers.DictField(read_only=True)
     operations = serializers.SerializerMethodField()
     parallel = serializers.SerializerMethodField()
@@ -378,6 +379,12 @@ class InstanceSerializer(serializers.ModelSerializer):
                   "parallel", "nested", "revision", "created_at", "updated_at", "started_at",
                   "completed_at", "reference", "waiting", "paused", "rolled_back", "actions"]
         read_only_fields = fields
+
+    def get_fields(self) -> dict[str, AnyField]:
+        fields = super().get_fields()
+        fields["errors"] = serializers.ListField(  # not declared: as ErrorSerializer's fields
+            child=serializers.CharField(), read_only=True)
+        return fields
 
     @extend_schema_field(NULLABLE_STRING)
     def get_current_step(self, instance: WorkflowInstance) -> str | None:
@@ -449,20 +456,24 @@ class EventTypeField(serializers.CharField):
     pass
 
 
-class EventSerializer(serializers.ModelSerializer):
+class EventSerializer(serializers.ModelSerializer[WorkflowEvent]):
     """One entry of an instance's event log."""
 
     type = EventTypeField(read_only=True)
     step = serializers.SerializerMethodField()
     actor = serializers.SerializerMethodField()
     error = serializers.JSONField(allow_null=True, read_only=True)
-    data = serializers.DictField(read_only=True)  # type: ignore[assignment]  # as errors
 
     class Meta:
         model = WorkflowEvent
         fields = ["sequence", "type", "step", "actor", "revision", "error", "data",
                   "created_at"]
         read_only_fields = fields
+
+    def get_fields(self) -> dict[str, AnyField]:
+        fields = super().get_fields()
+        fields["data"] = serializers.DictField(read_only=True)  # as ErrorSerializer's fields
+        return fields
 
     @extend_schema_field(NULLABLE_STRING)
     def get_step(self, event: WorkflowEvent) -> str | None:
@@ -477,17 +488,20 @@ class EventSerializer(serializers.ModelSerializer):
 # -- definitions ---------------------------------------------------------------------
 
 
-class StepSerializer(serializers.Serializer):
+class StepSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     title = serializers.CharField()
     advance = serializers.ChoiceField(choices=["manual", "auto"])
     skippable = serializers.BooleanField(help_text="False: `skip` is refused on this step.")
 
 
-class TransitionSerializer(serializers.Serializer):
-    source = serializers.CharField()  # type: ignore[assignment]  # a declared field, as errors
+class TransitionSerializer(serializers.Serializer[Any]):
     target = serializers.CharField()
     guarded = serializers.BooleanField(help_text="It has a `when` guard.")
+
+    def get_fields(self) -> dict[str, AnyField]:
+        # source first, not declared: as ErrorSerializer's fields (Field.source).
+        return {"source": serializers.CharField(), **super().get_fields()}
 
 
 @extend_schema_field({"type": "string", "enum": ["signal", "timer"]})
@@ -495,13 +509,13 @@ class StepWaitKindField(serializers.CharField):
     pass
 
 
-class StepWaitSerializer(serializers.Serializer):
+class StepWaitSerializer(serializers.Serializer[Any]):
     kind = StepWaitKindField()
     name = serializers.CharField(allow_null=True, help_text="The signal's name; null for a "
                                                             "timer.")
 
 
-class GraphNodeSerializer(serializers.Serializer):
+class GraphNodeSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     title = serializers.CharField()
     initial = serializers.BooleanField()
@@ -515,12 +529,12 @@ class GraphNodeSerializer(serializers.Serializer):
                                                           "(by name) or a timer; null for none.")
 
 
-class GraphSerializer(serializers.Serializer):
+class GraphSerializer(serializers.Serializer[Any]):
     nodes = GraphNodeSerializer(many=True)
     edges = TransitionSerializer(many=True)
 
 
-class WorkflowSerializer(serializers.Serializer):
+class WorkflowSerializer(serializers.Serializer[Any]):
     """A definition: its steps and transitions in declaration order."""
 
     id = serializers.CharField()
@@ -556,5 +570,6 @@ class WorkflowDetailSerializer(WorkflowSerializer):
         if isinstance(schema, dict):
             return schema
         if schema is not None and hasattr(schema, "model_json_schema"):  # a pydantic model
-            return schema.model_json_schema()
+            made: dict[str, Any] = schema.model_json_schema()
+            return made
         return None

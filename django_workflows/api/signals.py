@@ -39,14 +39,13 @@ class TextField(ReferenceField):
     """Text, as the schema says: a number is not taken for its digits (an id sent as a
     number was most likely meant as another value)."""
 
-    # None for blank text, as ReferenceField; the stubs type a CharField's value as str.
-    def to_internal_value(self, data: Any) -> str | None:  # type: ignore[override]
+    def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
 
 
-class SendSignalSerializer(serializers.Serializer):
+class SendSignalSerializer(serializers.Serializer[Any]):
     """What ``POST /api/signals/`` takes: the signal, its payload, and one address."""
 
     workflow = serializers.ChoiceField(choices=[], help_text="The workflow's id.")
@@ -85,7 +84,7 @@ class SignalStatusField(serializers.CharField):
     pass
 
 
-class SignalSerializer(serializers.ModelSerializer):
+class SignalSerializer(serializers.ModelSerializer[WorkflowSignal]):
     """A signal as it was recorded, and what became of it."""
 
     status = SignalStatusField(read_only=True)

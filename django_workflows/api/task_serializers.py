@@ -11,6 +11,7 @@ from rest_framework import serializers
 from .. import inbox
 from ..models import WorkflowTask
 from ..queries import form_of
+from .serializers import AnyField
 
 # One line of what a task shows the person deciding (``Task(show=...)``), for the schema.
 SHOWN = inline_serializer("Shown", fields={
@@ -35,7 +36,7 @@ ROOT = inline_serializer("TaskRoot", fields={
 })
 
 
-class TaskListSerializer(serializers.ListSerializer):
+class TaskListSerializer(serializers.ListSerializer[WorkflowTask]):
     """A page of tasks, loaded again in one query with what each shows and its root."""
 
     def to_representation(self, data: Any) -> list[Any]:
@@ -43,10 +44,9 @@ class TaskListSerializer(serializers.ListSerializer):
         return super().to_representation(inbox.reloaded(tasks))
 
 
-class TaskSerializer(serializers.ModelSerializer):
+class TaskSerializer(serializers.ModelSerializer[WorkflowTask]):
     """A task, as ``GET /api/tasks/<id>/`` returns it."""
 
-    instance = serializers.UUIDField(source="instance_id", read_only=True)
     form = serializers.SerializerMethodField()
     candidates = serializers.ListField(child=serializers.CharField(), read_only=True)
     claimed_by = serializers.IntegerField(source="claimed_by_id", read_only=True,
@@ -60,17 +60,21 @@ class TaskSerializer(serializers.ModelSerializer):
     owner = serializers.IntegerField(source="instance.owner_id", read_only=True,
                                      allow_null=True, help_text="The instance owner's user id.")
     owner_name = serializers.SerializerMethodField()
-    # The metaclass takes declared fields off the class: Serializer.root stays as it is.
-    root = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     class Meta:
         model = WorkflowTask
         fields = ["id", "instance", "workflow", "step", "title", "form", "status",
                   "candidates", "claimed_by", "completed_by", "input", "due_at", "overdue",
-                  "created_at", "completed_at", "shows", "reference", "owner", "owner_name",
-                  "root"]
+                  "created_at", "completed_at", "shows", "reference", "owner", "owner_name"]
         read_only_fields = fields
         list_serializer_class = TaskListSerializer
+
+    def get_fields(self) -> dict[str, AnyField]:
+        # instance and root: named as a serializer's own attributes, so not declared on the
+        # class (see ErrorSerializer); root comes last.
+        fields = super().get_fields()
+        fields["instance"] = serializers.UUIDField(source="instance_id", read_only=True)
+        return {**fields, "root": serializers.SerializerMethodField()}
 
     def get_form(self, task: WorkflowTask) -> dict[str, Any] | None:
         """The input's JSON Schema."""

@@ -87,9 +87,10 @@ class WorkflowsAPIView(JSONErrors):
     throttle_scope = "workflows"
     schema = WorkflowsSchema()
 
-    # A property over DRF's attribute: read from the settings on each request, never set.
+    # Read from the settings on each request, never set.
     @property
-    def renderer_classes(self) -> list[type[BaseRenderer]]:  # type: ignore[override]
+    def renderer_classes(  # type: ignore[override]  # a property over DRF's attribute
+            self) -> list[type[BaseRenderer]]:
         # JSON first, the answer to */*; then the project's others: DRF's browsable API,
         # unless DEFAULT_RENDERER_CLASSES leaves it out. Errors: see JSONErrors.
         return [JSONRenderer, *(renderer for renderer in _classes(
