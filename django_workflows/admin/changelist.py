@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
@@ -24,14 +24,14 @@ from django.utils.functional import cached_property
 
 from .. import registry
 from ..conf import workflow_settings
-from ..models import Deadline, TaskStatus, WorkflowEvent, WorkflowTask
+from ..models import Deadline, TaskStatus, WorkflowEvent, WorkflowInstance, WorkflowTask
 from .storable_lookups import StorableLookupsChangeList
 
 # The owner filter lists users by name only when there are at most this many.
 OWNER_CHOICES_LIMIT = 20
 
 
-def estimated_count(queryset: QuerySet) -> int | None:
+def estimated_count(queryset: QuerySet[Any]) -> int | None:
     """PostgreSQL's estimate of the rows ``queryset`` returns, or None when it has none."""
     connection = connections[queryset.db]
     if connection.vendor != "postgresql":
@@ -46,7 +46,13 @@ def estimated_count(queryset: QuerySet) -> int | None:
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
-class EstimatedCountPaginator(Paginator):
+if TYPE_CHECKING:  # generic in django-stubs only
+    _Paginator = Paginator[Any]
+else:
+    _Paginator = Paginator
+
+
+class EstimatedCountPaginator(_Paginator):
     """Counts exactly up to ``ADMIN_EXACT_COUNT_LIMIT`` rows; past that, PostgreSQL's estimate."""
 
     estimated = False
@@ -74,11 +80,13 @@ class InstanceChangeList(StorableLookupsChangeList):
     unique index per row of the page), so a rolled-back instance says so.
     """
 
-    def get_queryset(self, request: Any, exclude_parameters: Any = None) -> QuerySet:
+    def get_queryset(self, request: Any, exclude_parameters: Any = None
+                     ) -> QuerySet[WorkflowInstance]:
         last = WorkflowEvent.objects.filter(instance=OuterRef("pk"), type="rollback",
                                             sequence=OuterRef("last_event"))
-        return super().get_queryset(request, exclude_parameters).defer("state", "snapshot") \
-            .annotate(last_phase=Subquery(last.values("data__phase")[:1]))
+        rows: QuerySet[WorkflowInstance] = super().get_queryset(request, exclude_parameters)
+        return rows.defer("state", "snapshot").annotate(
+            last_phase=Subquery(last.values("data__phase")[:1]))
 
     def get_filters(self, request: Any) -> Any:
         try:
@@ -96,7 +104,8 @@ class WorkflowFilter(admin.SimpleListFilter):
         return [(d.id, d.title if d.title == d.id else f"{d.title} ({d.id})")
                 for d in definitions]
 
-    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: Any, queryset: QuerySet[WorkflowInstance]
+                 ) -> QuerySet[WorkflowInstance]:
         return queryset.filter(workflow=self.value()) if self.value() else queryset
 
 
@@ -116,7 +125,8 @@ class CurrentStepFilter(admin.SimpleListFilter):
             return [(selected, selected)] if selected else []
         return [(step.id, step.title or step.id) for d in definitions for step in d.steps]
 
-    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: Any, queryset: QuerySet[WorkflowInstance]
+                 ) -> QuerySet[WorkflowInstance]:
         return queryset.filter(current_step=self.value()) if self.value() else queryset
 
 
@@ -130,7 +140,8 @@ class WaitingFilter(admin.SimpleListFilter):
     def lookups(self, request: Any, model_admin: Any) -> list[tuple[str, str]]:
         return [("signal", "a signal"), ("timer", "a timer"), ("task", "a task")]
 
-    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: Any, queryset: QuerySet[WorkflowInstance]
+                 ) -> QuerySet[WorkflowInstance]:
         value = self.value()
         if not value:
             return queryset
@@ -163,7 +174,8 @@ class OwnerFilter(admin.SimpleListFilter):
                 choices.append((str(chosen.pk), str(getattr(chosen, name))))
         return choices
 
-    def queryset(self, request: Any, queryset: QuerySet) -> QuerySet:
+    def queryset(self, request: Any, queryset: QuerySet[WorkflowInstance]
+                 ) -> QuerySet[WorkflowInstance]:
         value = self.value()
         if not value:
             return queryset
@@ -219,7 +231,8 @@ def workflows_titled(term: str) -> list[str]:
             if wanted in (definition.title or "").casefold() or wanted in definition.id.casefold()]
 
 
-def search_instances(queryset: QuerySet, term: str) -> QuerySet:
+def search_instances(queryset: QuerySet[WorkflowInstance], term: str
+                     ) -> QuerySet[WorkflowInstance]:
     """An instance id, or its start as the list shows it (``cdd56d7d…``), finds that
     instance; a reference, or its start, finds its instances; a workflow's title or id, or
     part of it, the instances of that workflow; any other term, the instances of the owners
@@ -247,7 +260,7 @@ def search_instances(queryset: QuerySet, term: str) -> QuerySet:
                                      .values("pk")))
 
 
-def date_range(queryset: QuerySet, field: str) -> tuple[Any, Any]:
+def date_range(queryset: QuerySet[Any], field: str) -> tuple[Any, Any]:
     """The first and last value of ``field``: two index probes, not a scan."""
     found = queryset.order_by().aggregate(first=Min(field), last=Max(field))
     return found["first"], found["last"]

@@ -8,7 +8,6 @@ mix up each other's fields; the field a button acts on (an operation's id) is hi
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from django import forms
@@ -37,17 +36,16 @@ def _form_field(taken: engine.Input, hidden: bool) -> forms.Field:
     raise TypeError(f"Command {taken.name!r}: the admin cannot ask for {taken.name!r}")
 
 
-def form_for(declared: type[engine.PersonCommand]) -> type[forms.Form]:
-    """The form of what ``declared`` takes (the field it acts on hidden)."""
-    return _form_for(declared)  # type: ignore[arg-type]  # a class is hashable
+class CommandForm(forms.Form):
+    """The form of what ``declared`` takes (the field it acts on hidden), its inputs named
+    ``<command>-<field>``."""
 
-
-@cache
-def _form_for(declared: type[engine.PersonCommand]) -> type[forms.Form]:
-    target = declared.target_field()
-    fields = {taken.name: _form_field(taken, hidden=taken.name == target)
-              for taken in declared.inputs()}
-    return type(f"{declared.__name__}Form", (forms.Form,), fields)
+    def __init__(self, declared: type[engine.PersonCommand], data: Any = None,
+                 **options: Any) -> None:
+        super().__init__(data, prefix=declared.name, **options)
+        target = declared.target_field()
+        for taken in declared.inputs():
+            self.fields[taken.name] = _form_field(taken, hidden=taken.name == target)
 
 
 def bound_form(declared: type[engine.PersonCommand], data: Any = None, *,
@@ -58,7 +56,7 @@ def bound_form(declared: type[engine.PersonCommand], data: Any = None, *,
     ``offered``: for a field, the values to offer as a choice now (the declaration's
     ``offered``: ``rewind``'s earlier steps) instead of a text to type.
     """
-    form = form_for(declared)(data, prefix=declared.name, initial=initial or None)
+    form = CommandForm(declared, data, initial=initial or None)
     for name, values in (offered or {}).items():
         field = form.fields.get(name)
         if field is not None and values and not isinstance(field.widget, forms.HiddenInput):

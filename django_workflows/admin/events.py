@@ -297,7 +297,7 @@ def sentence(event: Any, facts: Facts | None = None) -> str:
     facts = facts or Facts()
     said = SENTENCES.get(event.type)
     if said is None:
-        words = event.type.replace("-", " ").capitalize()
+        words = str(event.type).replace("-", " ").capitalize()
         return words + (f" at {_step(facts, event.step)}" if event.step else "")
     return said(event, facts)
 
@@ -334,7 +334,7 @@ class EventTypeFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowEvent)
-class WorkflowEventAdmin(StorableLookupsAdmin, admin.ModelAdmin):
+class WorkflowEventAdmin(StorableLookupsAdmin[WorkflowEvent]):
     list_display = ("sequence", "type", "instance_link", "what_happened", "actor", "revision",
                     "created_at")
     list_filter = (EventTypeFilter,)

@@ -58,7 +58,7 @@ from .workflow_page import period_of, workflow_page_context
 
 
 @admin.register(WorkflowInstance)
-class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
+class WorkflowInstanceAdmin(SweepBanner, StorableLookupsAdmin[WorkflowInstance]):
     list_display = ("short_id", "reference", "workflow_title", "status_badge",
                     "current_step_title", "owner", "revision", "updated_at")
     list_display_links = ("short_id",)
@@ -82,12 +82,10 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
     class Media:
         css = {"all": ["django_workflows/admin.css"]}
 
-    @property  # read when the changelist is drawn: the commands as declared then
-    def actions(self) -> list[Any]:  # type: ignore[override]
-        """A bulk action per declared command that needs nothing but the instance (those
-        that undo work ask first: ``bulk.py``)."""
-        return [bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()
-                if not any(taken.required for taken in declared.inputs())]
+    # A bulk action per declared command that needs nothing but the instance (those that
+    # undo work ask first: bulk.py), made with the class from the commands declared then.
+    actions = [bulk_action(name, declared.label) for name, declared in engine.ACTIONS.items()
+               if not any(taken.required for taken in declared.inputs())]
 
     # -- the changelist ---------------------------------------------------------------
 
@@ -211,10 +209,8 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
         the signal it waits for (``_signal``) or *Try again* of its sweep failures
         (``_retry_sweep``)."""
         instance = self.get_object(request, unquote(object_id))
-        if instance is None:
-            # Django's own answer (a private method, so not in the stubs).
-            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
-                request, self.opts, object_id)
+        if instance is None:  # Django's own page's answer: no such object
+            return super().change_view(request, object_id, form_url, extra_context)
         if not self.has_view_or_change_permission(request, instance):
             raise PermissionDenied
         state_form = None
@@ -283,9 +279,7 @@ class WorkflowInstanceAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin)
                                  f"it (revision {error.actual}, your edit started from "
                                  f"{error.expected}). Compare with the state shown, then save "
                                  "again to replace it.")
-            data = form.data.copy()  # type: ignore[attr-defined]  # request.POST, a QueryDict
-            data["revision"] = str(error.actual)
-            form.data = data
+            form.data = {**form.data, "revision": str(error.actual)}
         except WorkflowError as error:
             form.add_error(None, f"Not saved: {getattr(error, 'reason', error)}")
         else:

@@ -20,6 +20,7 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import decorator_from_middleware, method_decorator
+from django.views.decorators.csrf import csrf_exempt
 
 # The answer of the first read, kept on the request: after a multipart body was refused
 # half-read, a second read of request.POST finds the rest of it and no error at all.
@@ -32,7 +33,8 @@ def post_limit_problem(request: HttpRequest) -> str | None:
         return None
     if not hasattr(request, _PROBLEM):
         setattr(request, _PROBLEM, _read_post(request))
-    return getattr(request, _PROBLEM)
+    problem: str | None = getattr(request, _PROBLEM)
+    return problem
 
 
 def _read_post(request: HttpRequest) -> str | None:
@@ -80,6 +82,4 @@ def csrf_protect_within_limits(view_method: Callable[..., HttpResponse]
     ``csrf_exempt`` tells Django's middleware and ``AdminSite.admin_view`` (which
     would read the post first) to leave the check to this one.
     """
-    checked = method_decorator(_csrf_within_limits)(view_method)
-    checked.csrf_exempt = True  # type: ignore[attr-defined]
-    return checked
+    return csrf_exempt(method_decorator(_csrf_within_limits)(view_method))

@@ -81,7 +81,7 @@ def resume_selected(model_admin: WorkflowScheduleAdmin, request: HttpRequest,
 
 
 @admin.register(WorkflowSchedule)
-class WorkflowScheduleAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
+class WorkflowScheduleAdmin(SweepBanner, StorableLookupsAdmin[WorkflowSchedule]):
     list_display = ("id", "workflow_title", "timing", "state_badge", "buttons", "last_due",
                     "next_due", "runs", "skipped_count")
     list_display_links = ("id",)

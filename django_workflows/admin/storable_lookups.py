@@ -20,17 +20,25 @@ Django itself drops NUL characters from the search box's term.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from ..storable import json_problems
+
+M = TypeVar("M", bound=Model)
+
+if TYPE_CHECKING:  # django-stubs' ModelAdmin is generic in its model
+    from django.contrib.admin import ModelAdmin as GenericModelAdmin
+else:
+    class GenericModelAdmin(admin.ModelAdmin, Generic[M]):
+        """Django's ModelAdmin, which can be given its model's type: ``[WorkflowTask]``."""
 
 
 def unstorable(text: str) -> bool:
@@ -72,41 +80,38 @@ class StorableLookupsChangeList(ChangeList):
         return found
 
 
-class StorableLookupsAdmin:
-    """A ModelAdmin base: an id or a filter value no column can hold names nothing."""
+class StorableLookupsAdmin(GenericModelAdmin[M]):
+    """The app's ModelAdmin base: an id or a filter value no column can hold names nothing."""
 
-    model: type[Model]
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type:
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return StorableLookupsChangeList
 
     def get_object(self, request: HttpRequest, object_id: str,
-                   from_field: str | None = None) -> Any:
+                   from_field: str | None = None) -> M | None:
         if isinstance(object_id, str) and unstorable(object_id):
             return None  # Django's pages then say it does not exist
-        return super().get_object(request, object_id, from_field)  # type: ignore[misc]
+        return super().get_object(request, object_id, from_field)
 
     # Who may not see (or delete) any such object is refused before the id is read.
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        if not self.has_view_or_change_permission(request):  # type: ignore[attr-defined]
+        if not self.has_view_or_change_permission(request):
             raise PermissionDenied
-        return super().change_view(request, object_id, form_url,  # type: ignore[misc]
-                                   extra_context)
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def history_view(self, request: HttpRequest, object_id: str,
                      extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        if not self.has_view_or_change_permission(request):  # type: ignore[attr-defined]
+        if not self.has_view_or_change_permission(request):
             raise PermissionDenied
-        return super().history_view(request, object_id, extra_context)  # type: ignore[misc]
+        return super().history_view(request, object_id, extra_context)
 
     def delete_view(self, request: HttpRequest, object_id: str,
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
-        if not self.has_delete_permission(request):  # type: ignore[attr-defined]
+        if not self.has_delete_permission(request):
             raise PermissionDenied
-        return super().delete_view(request, object_id, extra_context)  # type: ignore[misc]
+        return super().delete_view(request, object_id, extra_context)
 
-    def response_action(self, request: HttpRequest, queryset: Any, *args: Any,
+    def response_action(self, request: HttpRequest, queryset: QuerySet[M], *args: Any,
                         **kwargs: Any) -> HttpResponse | None:
         """Selected ids no row can have are left out, as ids of rows since deleted are:
         with none left, Django says that items must be selected and nothing was done."""
@@ -115,5 +120,6 @@ class StorableLookupsAdmin:
         if len(readable) != len(selected):
             data = request.POST.copy()
             data.setlist(helpers.ACTION_CHECKBOX_NAME, readable)
-            request.POST = data  # type: ignore[assignment]  # a QueryDict all the same
-        return super().response_action(request, queryset, *args, **kwargs)  # type: ignore[misc]
+            # Immutable, as Django makes it.
+            request.POST = QueryDict(data.urlencode(), encoding=data.encoding)
+        return super().response_action(request, queryset, *args, **kwargs)

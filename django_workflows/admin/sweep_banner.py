@@ -10,7 +10,7 @@ the sweep failures (``admin/sweep_failures.py``) for those who may see them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.contrib.auth import get_permission_codename
@@ -102,7 +102,15 @@ def sweep_notices(user: Any) -> list[Notice]:
     return [notice for notice in found if notice is not None]
 
 
-class SweepBanner:
+if TYPE_CHECKING:  # a mixin of ModelAdmin (before it in a class's bases)
+    from django.contrib.admin import ModelAdmin
+
+    _ModelAdmin = ModelAdmin[Any]
+else:
+    _ModelAdmin = object
+
+
+class SweepBanner(_ModelAdmin):
     """Admin mixin: the banner on the changelist, as messages (GET only: a polled or posted
     page would keep the message for a later one)."""
 
@@ -119,4 +127,4 @@ class SweepBanner:
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None
                         ) -> HttpResponse:
         self._warn_if_unswept(request)
-        return super().changelist_view(request, extra_context)  # type: ignore[misc]
+        return super().changelist_view(request, extra_context)

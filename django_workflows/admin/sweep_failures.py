@@ -74,7 +74,7 @@ def try_again(model_admin: SweepFailureAdmin, request: HttpRequest, queryset: An
 
 
 @admin.register(SweepFailure)
-class SweepFailureAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
+class SweepFailureAdmin(SweepBanner, StorableLookupsAdmin[SweepFailure]):
     list_display = ("what", "state", "instance_link", "error_line", "failures",
                     "first_failed", "last_failed")
     list_display_links = ("what",)
@@ -159,10 +159,10 @@ class SweepFailureAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
 
 
 def instance_failures_context(instance: WorkflowInstance, can_change: bool) -> dict[str, Any]:
-    """The instance's sweep failures, as its page shows them (one read of their index)."""
-    failures = list(instance.sweep_failures.order_by("-failed_at"))
-    for failure in failures:
-        failure.state_shown = state_of(failure)  # type: ignore[attr-defined]
+    """The instance's sweep failures, each with its state as its page shows them (one read
+    of their index)."""
+    failures = [(failure, state_of(failure))
+                for failure in instance.sweep_failures.order_by("-failed_at")]
     return {"sweep_failures": failures, "can_retry_sweep": can_change and bool(failures),
             "sweep_retries": workflow_settings.SWEEP_RETRIES}
 

@@ -63,7 +63,7 @@ class ScopeFilter(admin.SimpleListFilter):
 
 
 @admin.register(WorkflowTask)
-class WorkflowTaskAdmin(StorableLookupsAdmin, SweepBanner, admin.ModelAdmin):
+class WorkflowTaskAdmin(SweepBanner, StorableLookupsAdmin[WorkflowTask]):
     list_display = ("task_title", "workflow_title", "instance_link", "owner", "root_link",
                     "step", "due", "claimed_by", "status")
     list_display_links = ("task_title",)

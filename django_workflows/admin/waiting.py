@@ -108,8 +108,8 @@ def waiting_context(request: HttpRequest, instance: WorkflowInstance,
             "signal_form": form if sends else None}
 
 
-def send_signal(model_admin: ModelAdmin, request: HttpRequest, instance: WorkflowInstance,
-                form: SignalForm) -> bool:
+def send_signal(model_admin: ModelAdmin[WorkflowInstance], request: HttpRequest,
+                instance: WorkflowInstance, form: SignalForm) -> bool:
     """Send the form's signal to the instance; False to show the form again with its
     errors, True when the page's messages say what happened."""
     if not form.is_valid():

@@ -6,6 +6,7 @@ import datetime
 from typing import Any
 
 from django import template
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import Model
 from django.utils import formats, timezone
 from django.utils.html import format_html
@@ -51,7 +52,7 @@ def seconds(value: Any) -> str:
 # A plain inclusion tag with a template of our own: Django's date_hierarchy tag is built on
 # an undocumented node class, and what its template needs changes between releases.
 @register.inclusion_tag("admin/django_workflows/workflowinstance/date_hierarchy.html")
-def fast_date_hierarchy(cl: Any) -> dict[str, Any]:
+def fast_date_hierarchy(cl: ChangeList) -> dict[str, Any]:
     """Django's date hierarchy, drawn from the first and last date only.
 
     Django's own tag lists the years, months or days that have rows with a
@@ -65,7 +66,7 @@ def fast_date_hierarchy(cl: Any) -> dict[str, Any]:
     return {"field_name": _verbose_name(cl.model, field), **_choices(cl, field)}
 
 
-def _choices(cl: Any, field: str) -> dict[str, Any]:
+def _choices(cl: ChangeList, field: str) -> dict[str, Any]:
     year_field, month_field, day_field = f"{field}__year", f"{field}__month", f"{field}__day"
     year, month, day = (cl.params.get(year_field), cl.params.get(month_field),
                         cl.params.get(day_field))
