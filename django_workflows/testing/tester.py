@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
-from functools import partial
-from typing import Any, Generic, ParamSpec, cast
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from django.test import TestCase, override_settings
 
@@ -32,6 +31,7 @@ from ..models import Deadline, WorkflowEvent, WorkflowInstance
 from .clock import FakeClock
 
 P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class _Given(Generic[P]):
@@ -46,7 +46,12 @@ class _Given(Generic[P]):
                 ) -> Callable[P, WorkflowInstance]:
         if tester is None:
             return self.function
-        return cast("Callable[P, WorkflowInstance]", partial(tester._call, self.function))
+        function = self.function
+
+        def given(*args: P.args, **kwargs: P.kwargs) -> WorkflowInstance:
+            return tester._call(function, *args, **kwargs)
+
+        return given
 
 
 class WorkflowTester:
@@ -77,7 +82,7 @@ class WorkflowTester:
         with TestCase.captureOnCommitCallbacks(execute=True):
             yield
 
-    def _call(self, function: Callable[..., Any], *args: Any, **options: Any) -> Any:
+    def _call(self, function: Callable[..., R], *args: Any, **options: Any) -> R:
         options.setdefault("user", self.user)
         with self._running_work():
             return function(*args, **options)

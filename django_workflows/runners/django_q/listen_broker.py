@@ -59,7 +59,8 @@ class ListenORM(ORM):
 
     def dequeue(self) -> list[tuple[Any, Any]] | None:
         if not self._can_listen():
-            return super().dequeue()
+            polled: list[tuple[Any, Any]] | None = super().dequeue()
+            return polled
         listener = self._listening()  # before looking: a task enqueued after the look wakes it
         tasks = self._take()
         if tasks:

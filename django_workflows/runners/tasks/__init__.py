@@ -24,7 +24,7 @@ from .tasks import run_attempt
 logger = logging.getLogger("django_workflows")
 
 
-def attempt_task() -> Task:
+def attempt_task() -> Task[..., Any]:
     """The attempt Task on the backend and queue the settings name now."""
     return task_for(run_attempt, workflow_settings.TASKS_BACKEND, workflow_settings.TASKS_QUEUE,
                   run_attempt.priority)

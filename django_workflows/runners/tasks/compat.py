@@ -24,18 +24,22 @@ __all__ = ["TASK_MAX_PRIORITY", "InvalidTask", "InvalidTaskBackend", "Task", "Ta
            "task", "task_backends", "task_of"]
 
 
-def task_of(backend: str, queue: str, **options: Any) -> Callable[[Callable[..., Any]], Task]:
+def task_of(backend: str, queue: str, **options: Any
+            ) -> Callable[[Callable[..., Any]], Task[..., Any]]:
     """``@task`` on ``backend`` and ``queue``; when those are not in ``TASKS``, on a backend
     and a queue that are, so that importing a module of Tasks never fails before the system
     checks can say what is wrong (check ``E010``). The runner enqueues each Task with the
     settings of the moment (``Task.using``)."""
-    def made(function: Callable[..., Any]) -> Task:
+    def made(function: Callable[..., Any]) -> Task[..., Any]:
+        made_task: Task[..., Any]
         for alias, name in _backends_and_queues(backend, queue):
             try:
-                return task(backend=alias, queue_name=name, **options)(function)
+                made_task = task(backend=alias, queue_name=name, **options)(function)
+                return made_task
             except (InvalidTaskBackend, InvalidTask):
                 continue
-        return task(**options)(function)  # Django's defaults: its own error, if any
+        made_task = task(**options)(function)  # Django's defaults: its own error, if any
+        return made_task
     return made
 
 

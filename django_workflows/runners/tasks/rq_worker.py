@@ -32,8 +32,9 @@ from .tasks import run_attempt
 IN_PROCESS = frozenset({run_attempt.module_path, chain_run.module_path})
 
 
-class Worker(ForkingWorker):
-    """RQ's default worker, with our Tasks run in its own process."""
+class Worker(ForkingWorker, SimpleWorker):
+    """RQ's default worker, with our Tasks run in its own process, as its SimpleWorker runs
+    every Task: each Task is run by one of the two, and its heartbeat is theirs."""
 
     def work(self, *args: Any, **kwargs: Any) -> bool:
         # The sweep starts with the worker, before any Task: a worker started after a crash
@@ -51,7 +52,7 @@ class Worker(ForkingWorker):
             return
         close_old_connections()  # CONN_MAX_AGE and CONN_HEALTH_CHECKS, as db_worker does
         try:
-            SimpleWorker.execute_job(self, job, queue)  # type: ignore[arg-type]
+            SimpleWorker.execute_job(self, job, queue)
         finally:
             close_old_connections()
 
@@ -66,5 +67,5 @@ class Worker(ForkingWorker):
     def get_heartbeat_ttl(self, job: Any, working_time: float = 0.0) -> int:
         # No work horse to monitor: the worker's key must outlive the Task itself.
         if job.func_name in IN_PROCESS:
-            return SimpleWorker.get_heartbeat_ttl(self, job, working_time)  # type: ignore[arg-type]
-        return super().get_heartbeat_ttl(job, working_time)
+            return SimpleWorker.get_heartbeat_ttl(self, job, working_time)
+        return ForkingWorker.get_heartbeat_ttl(self, job, working_time)

@@ -64,7 +64,7 @@ def _backend() -> Any:
     return task_backends[workflow_settings.TASKS_BACKEND]
 
 
-def sweep_task() -> Task:
+def sweep_task() -> Task[..., Any]:
     """The sweep Task on the configured backend and queue, ahead of queued work."""
     task = chain_run
     backend = _backend()
@@ -73,10 +73,11 @@ def sweep_task() -> Task:
     return task_for(task, workflow_settings.TASKS_BACKEND, queue, priority)
 
 
-_using_cache: dict[tuple[Any, ...], Task] = {}
+_using_cache: dict[tuple[Any, ...], Task[..., Any]] = {}
 
 
-def task_for(task: Task, backend: str, queue: str, priority: int) -> Task:
+def task_for(task: Task[..., Any], backend: str, queue: str, priority: int
+             ) -> Task[..., Any]:
     """``task.using(...)``, made once: each one is checked against its backend again."""
     key = (task.module_path, backend, queue, priority)
     found = _using_cache.get(key)
@@ -241,7 +242,7 @@ def sweeper_beside() -> Sweeper | None:
 
 
 @task_of(workflow_settings.TASKS_BACKEND, workflow_settings.TASKS_QUEUE, takes_context=True)
-def chain_run(context: TaskContext, chain: str, whole_at: float = 0.0,
+def chain_run(context: TaskContext[..., Any], chain: str, whole_at: float = 0.0,
               previous: str | None = None) -> None:
     """One run of the sweep's chain of Tasks."""
     try:
