@@ -150,7 +150,8 @@ class WorkflowInstance(models.Model):
     @property
     def nested_id(self) -> str | None:
         """The current nested child's id (the link the row stores to the child's own row)."""
-        return self.snapshot.get("nested_id")
+        nested: str | None = self.snapshot.get("nested_id")
+        return nested
 
     # Parts of the snapshot as plain JSON (lists and dicts), for templates and user code.
     @property
