@@ -78,7 +78,7 @@ class Count:
         return f"{self.value:,}"
 
 
-def bounded_count(queryset: QuerySet) -> Count:
+def bounded_count(queryset: QuerySet[Any]) -> Count:
     """The rows of ``queryset``: exactly up to ``EXACT_COUNT_LIMIT`` (an index scan of at
     most that many entries), past it PostgreSQL's estimate (one EXPLAIN). Not the estimate
     first: its statistics spread a status over every step, and lag behind the rows."""
@@ -110,7 +110,8 @@ def duration_words(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
-def of_workflow(events: QuerySet, workflow: str, shared: bool) -> QuerySet:
+def of_workflow(events: QuerySet[WorkflowEvent], workflow: str, shared: bool
+                ) -> QuerySet[WorkflowEvent]:
     """``events`` (of one step id) of ``workflow``'s instances; a ``shared`` step id's among
     its newest ``SHARED_STEP_READ`` events only (one more probe of the same index)."""
     mine = events.filter(instance__workflow=workflow)
