@@ -24,7 +24,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import multiprocess
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.registry import Collector, Metric
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from ..conf import workflow_settings
 from .gauges import table_gauges
