@@ -186,10 +186,11 @@ def _kind_of(hint: Any) -> tuple[InputKind | None, bool, tuple[Any, ...]]:
     origin = get_origin(kind) or kind
     if origin is Literal:
         return "choice", nullable, get_args(kind)
-    for types_, name in ((bool, "boolean"), (int, "integer"), (float, "number"),
-                         (str, "text")):
+    scalars: tuple[tuple[type, InputKind], ...] = (
+        (bool, "boolean"), (int, "integer"), (float, "number"), (str, "text"))
+    for types_, name in scalars:
         if kind is types_:
-            return name, nullable, ()  # type: ignore[return-value]
+            return name, nullable, ()
     if kind is Any:
         return "json", True, ()  # any JSON value: null too
     if isinstance(origin, type) and issubclass(origin, Mapping):
