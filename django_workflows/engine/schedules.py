@@ -28,8 +28,8 @@ from .errors import DefinitionError
 try:  # the cron extra; every= schedules work without it (a cron one is check E053)
     from cronsim import CronSim, CronSimError
 except ImportError:  # pragma: no cover - the base test run has it too
-    CronSim = None  # type: ignore[assignment,misc]
-    CronSimError = ValueError  # type: ignore[assignment,misc]
+    CronSim = None  # type: ignore[assignment,misc]  # no cron extra: check E053 says so
+    CronSimError = ValueError  # type: ignore[assignment,misc]  # what nothing raises then
 
 Overlap = Literal["allow", "skip"]
 CatchUp = Literal["none", "latest", "all"]
@@ -154,7 +154,8 @@ class Schedule:
     @property
     def every_seconds(self) -> int | None:
         """``every`` as whole seconds (``__post_init__`` made it so)."""
-        return int(self.every) if self.every is not None else None  # type: ignore[arg-type]
+        return (int(self.every)  # type: ignore[arg-type]  # whole seconds since __post_init__
+                if self.every is not None else None)
 
     def describe(self) -> str:
         """``cron 0 3 1 * * (Europe/Berlin)`` or ``every 300 s``."""
