@@ -232,9 +232,10 @@ def fire_deadline(deadline: Deadline | int) -> bool:
     def record(applied: Applied) -> None:
         Deadline.objects.filter(pk=pk).delete()
 
-    applied = fire(str(deadline.instance_id),
-                   engine.DeadlineDue(deadline.kind, deadline.token),  # type: ignore[arg-type]
-                   still_due=still_due, then=record, fired=deadline)
+    due = engine.DeadlineDue(deadline.kind,  # type: ignore[arg-type]  # stored from a DeadlineKind
+                             deadline.token)
+    applied = fire(str(deadline.instance_id), due, still_due=still_due, then=record,
+                   fired=deadline)
     return applied is not None and applied.outcome.moved
 
 
