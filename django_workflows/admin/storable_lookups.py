@@ -26,8 +26,8 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model, QuerySet
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
+from django.db.models import AutoField, BigAutoField, IntegerField, Model, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 
 from ..storable import json_problems
@@ -62,6 +62,22 @@ def names_no_row(model: type[Model], value: str) -> bool:
     return isinstance(key, str) and unstorable(key)
 
 
+def too_large(model: type[Model], name: str, value: str) -> bool:
+    """Whether ``value`` of the filter ``name`` is an integer that the integer column it
+    filters cannot hold (SQLite refuses it with an error when the query runs)."""
+    try:
+        field = model._meta.get_field(name.split("__", 1)[0])
+    except FieldDoesNotExist:
+        return False
+    target = getattr(field, "target_field", None) or field  # a key: the column it points at
+    if not isinstance(target, IntegerField | AutoField | BigAutoField):
+        return False
+    try:
+        return not -LARGEST_KEY - 1 <= int(value) <= LARGEST_KEY
+    except ValueError:
+        return False  # not a number: Django's own filter says so
+
+
 class StorableLookupsChangeList(ChangeList):
     """A filter value no column can hold is a bad lookup (``?e=1``), as Django's own are.
 
@@ -77,6 +93,11 @@ class StorableLookupsChangeList(ChangeList):
                 messages.error(request, f"The filter {name} cannot hold NUL characters; the "
                                         "list is shown unfiltered.", fail_silently=True)
                 raise IncorrectLookupParameters(f"{name}: NUL characters are not allowed")
+            if any(too_large(self.model, name, value) for value in values):
+                messages.error(request, f"The filter {name} names no row: no number that "
+                                        "large is stored; the list is shown unfiltered.",
+                               fail_silently=True)
+                raise IncorrectLookupParameters(f"{name}: no column holds that number")
         return found
 
 

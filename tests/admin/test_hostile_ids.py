@@ -101,3 +101,16 @@ def test_a_task_inbox_filter_with_a_nul_is_refused_as_a_bad_lookup(outsider, nam
     assert messages_of(response) == [
         f"The filter {name} cannot hold NUL characters; the list is shown unfiltered."]
 
+
+
+@pytest.mark.parametrize("name", ["completed_by_id", "claimed_by__id__exact"])
+def test_a_task_inbox_filter_by_a_number_no_column_holds_is_refused_as_a_bad_lookup(
+        root_client, name):
+    WorkflowInstanceFactory(workflow="admin-undated", start=True)
+
+    response = root_client.get(INBOX, {name: "9" * 40})  # SQLite: an OverflowError
+
+    assert response.status_code == 302
+    assert "e=1" in response["Location"]
+    assert messages_of(response) == [f"The filter {name} names no row: no number that large "
+                                     "is stored; the list is shown unfiltered."]
