@@ -47,9 +47,13 @@ class StateField(serializers.DictField):
 
 
 class ReferenceField(serializers.CharField):
-    """A reference: printable text a database can store (blank text is refused as blank)."""
+    """A reference: printable text a database can store (blank text is refused as blank),
+    and text as the schema says: a number is not taken for its digits (an order number
+    sent as a number was most likely meant as another value)."""
 
     def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
         value = super().to_internal_value(data)
         if json_problems(value):
             raise serializers.ValidationError("This text must not contain NUL characters or "

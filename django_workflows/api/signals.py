@@ -35,31 +35,21 @@ ADDRESSES = ("instance", "reference", "correlation")
 ONE_ADDRESS = "Address the signal with exactly one of instance, reference and correlation."
 
 
-class TextField(ReferenceField):
-    """Text, as the schema says: a number is not taken for its digits (an id sent as a
-    number was most likely meant as another value)."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
 class SendSignalSerializer(serializers.Serializer[Any]):
     """What ``POST /api/signals/`` takes: the signal, its payload, and one address."""
 
     workflow = serializers.ChoiceField(choices=[], help_text="The workflow's id.")
-    signal = TextField(max_length=200, help_text="The signal's name, as a step of the "
+    signal = ReferenceField(max_length=200, help_text="The signal's name, as a step of the "
                                                  "workflow waits for it.")
     payload = JSONValueField(required=False, allow_null=True, default=None, help_text=(
         "Any JSON value (default null); the signal's schema, if it has one, checks it."))
     instance = serializers.UUIDField(required=False, allow_null=True,
                                      help_text="Address: one instance, by its id.")
-    reference = TextField(required=False, allow_null=True, max_length=200,
+    reference = ReferenceField(required=False, allow_null=True, max_length=200,
                           help_text="Address: the instance with this reference.")
-    correlation = TextField(required=False, allow_null=True, max_length=200, help_text=(
+    correlation = ReferenceField(required=False, allow_null=True, max_length=200, help_text=(
         "Address: every instance waiting for the signal with this correlation value."))
-    message_id = TextField(required=False, allow_null=True, max_length=200, help_text=(
+    message_id = ReferenceField(required=False, allow_null=True, max_length=200, help_text=(
         "The sender's id of the message: the same id again is acknowledged and changes "
         "nothing."))
 

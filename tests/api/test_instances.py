@@ -204,3 +204,13 @@ def test_a_reference_with_a_nul_character_answers_400(api):
                         format="json")
 
     assert (response.status_code, response.json()["code"]) == (400, "invalid")
+
+
+@pytest.mark.parametrize("reference", [8046334282244669.0, 17, True])
+def test_a_reference_that_is_not_text_answers_400_naming_it(api, reference):
+    response = api.post("/api/instances/", {"workflow": "wizard", "reference": reference},
+                        format="json")
+
+    assert (response.status_code, response.json()["code"]) == (400, "invalid")
+    assert "reference" in response.json()["fields"]
+    assert not WorkflowInstance.objects.exists()
