@@ -22,7 +22,7 @@ from ..exceptions import Busy
 from ..models import Attempt, AttemptStatus, Deadline, WorkflowInstance
 from .persistence import definition_of
 from .reports import Applied
-from .slots import release, release_after
+from .slots import give_slot_on, hand_out_waiting
 from .sql import Statement, statements
 from .unit import Options, fire, report, report_if_unchanged
 
@@ -65,7 +65,7 @@ def claim_attempt(token: str, worker: str = "") -> Claimed | None:
         logger.info("Attempt %s is stale; not running it", token)
         Attempt.objects.filter(token=token, status=AttemptStatus.RUNNING).update(
             status=AttemptStatus.DROPPED, finished_at=timezone.now(), live_status="")
-        release_after(token)
+        give_slot_on(token)
         return None
     return Claimed(work, at, row, snapshot, stored, limit_key or "")
 
@@ -84,7 +84,7 @@ def finish_attempt(token: str, result: engine.AttemptOutcome, *,
     if instance_id is None:
         return False
     finished = report_kept(str(instance_id), token, result, claimed_at)
-    release_after(token)
+    give_slot_on(token)
     return finished
 
 
@@ -101,7 +101,7 @@ def finish_claimed(claimed: Claimed, result: engine.AttemptOutcome) -> bool:
     finished = _finished(token, applied) if applied is not None else report_kept(
         claimed.work.snapshot.id, token, result, claimed.at)
     if claimed.limit_key:
-        release([claimed.limit_key])
+        hand_out_waiting([claimed.limit_key])
     return finished
 
 
@@ -147,7 +147,7 @@ def apply_kept_result(token: str, instance_id: Any, result: Any) -> bool:
     outcome = engine.AttemptOutcome.from_json(result or {})
     finished = _finished(token, report(str(instance_id), engine.AttemptFinished(token, outcome),
                                        _finish_options(token, outcome, None, kept=True)))
-    release_after(token)
+    give_slot_on(token)
     return finished
 
 
@@ -212,7 +212,7 @@ def interrupt_attempt(token: str, *, instance_id: Any = None) -> bool:
             status=AttemptStatus.INTERRUPTED, finished_at=timezone.now(), live_status="")
 
     applied = fire(str(instance_id), engine.AttemptInterrupted(token), then=record)
-    release_after(token)  # interrupted, it holds its slot no longer
+    give_slot_on(token)  # interrupted, it holds its slot no longer
     return applied is not None and applied.outcome.moved
 
 

@@ -31,7 +31,7 @@ from ..models import (
     WorkflowSignal,
     WorkflowTask,
 )
-from .slots import UNCLAIMED, release, release_resumed, take_slots
+from .slots import UNCLAIMED, hand_out_resumed, hand_out_waiting, take_slots
 from .sql import EventRow, Statement, statements
 
 # Engine fields kept in their own columns rather than in ``snapshot``.
@@ -116,7 +116,7 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     resumed = [node.id for node in outcome.snapshot.tree()
                if node.id in paused and node.status != "paused"]
     if resumed:  # their attempts that wait for a slot may take one now
-        transaction.on_commit(partial(release_resumed, resumed))
+        transaction.on_commit(partial(hand_out_resumed, resumed))
     return saved
 
 
@@ -270,7 +270,8 @@ def _store_effects(effects: tuple[engine.Effect, ...]
             status__in=UNCLAIMED).exclude(limit_key="", rate_key="")
             .values_list("limit_key", "rate_key"))
         if freed:
-            transaction.on_commit(partial(release, {key for pair in freed for key in pair}))
+            keys = {key for pair in freed for key in pair}
+            transaction.on_commit(partial(hand_out_waiting, keys))
     for reason, tokens in by_reason.items():
         # One that no worker claimed yet never will run: the claim would be refused.
         Attempt.objects.filter(token__in=tokens).update(stop_reason=reason, status=Case(

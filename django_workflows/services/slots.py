@@ -6,7 +6,7 @@ tables, not in the broker, until their key has room.
   fits is queued and goes to the runner; one that does not waits (status ``waiting``),
   holding no worker. One that arrives while others of its key wait, waits behind them.
 - **Giving on.** Whatever ends a limited attempt (its result, its recovery, a stop)
-  frees its slot by leaving queued or running; then :func:`release`, in a transaction
+  frees its slot by leaving queued or running; then :func:`hand_out_waiting`, in a transaction
   of its own, locks the key and hands out its oldest waiting attempts that fit. The
   count is of what runs, never a counter: a crash loses no slot, since the recovered
   attempt is interrupted and so no longer counted.
@@ -181,7 +181,7 @@ def waiting_in_order(keys: set[str], after: tuple[datetime, str] | None = None
     return [a for a in ordered if (a.enqueued_at, a.token) <= bound], True
 
 
-def release(keys: Iterable[str]) -> list[str]:
+def hand_out_waiting(keys: Iterable[str]) -> list[str]:
     """Hand out the waiting attempts of ``keys`` that fit now, oldest first; their tokens.
 
     A transaction of its own (the runner gets them when it commits). The keys of the
@@ -231,24 +231,24 @@ def release(keys: Iterable[str]) -> list[str]:
     return handed
 
 
-def release_resumed(instance_ids: Iterable[str]) -> list[str]:
+def hand_out_resumed(instance_ids: Iterable[str]) -> list[str]:
     """Instances that were paused resumed: their waiting attempts may take a free slot."""
     keys = {key for pair in Attempt.objects.filter(
         instance_id__in=list(instance_ids), status=AttemptStatus.WAITING)
         .values_list("limit_key", "rate_key") for key in pair if key}
-    return release(keys) if keys else []
+    return hand_out_waiting(keys) if keys else []
 
 
-def release_after(token: str) -> list[str]:
+def give_slot_on(token: str) -> list[str]:
     """The limited attempt ``token`` ended: give its slot on."""
     key = Attempt.objects.filter(token=token).values_list("limit_key", flat=True).first()
-    return release([key]) if key else []
+    return hand_out_waiting([key]) if key else []
 
 
-def release_due(now: datetime, *, every_key: bool = False, each: Any = None) -> int:
-    """Release the keys whose waiting attempt's time to look again came (``every_key``:
-    every key with waiting work, the sweep's whole look); the attempts handed out.
-    ``each``: the sweep's ``Items`` that runs each key's release as an item of its own."""
+def hand_out_due(now: datetime, *, every_key: bool = False, each: Any = None) -> int:
+    """Hand out the waiting work of the keys whose attempt's time to look again came
+    (``every_key``: every key with waiting work, the sweep's whole look); how many went.
+    ``each``: the sweep's ``Items`` that runs each key's hand-out as an item of its own."""
     waiting = Attempt.objects.filter(status=AttemptStatus.WAITING)
     if not every_key:
         waiting = waiting.filter(look_again_at__lte=now)
@@ -256,9 +256,9 @@ def release_due(now: datetime, *, every_key: bool = False, each: Any = None) -> 
             for key in pair if key}
     # Each key on its own: a hot key's lock does not hold up the others.
     if each is None:
-        return sum(len(release([key])) for key in sorted(keys))
+        return sum(len(hand_out_waiting([key])) for key in sorted(keys))
     held = each.held_back()
-    return sum(len(each.run(key, None, partial(release, [key])) or ())
+    return sum(len(each.run(key, None, partial(hand_out_waiting, [key])) or ())
                for key in sorted(keys - held))
 
 

@@ -30,7 +30,7 @@ from .attempts import (
 from .dispatch import hand_out
 from .hand_over import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .schedules import fire_due_schedules, next_schedule_due_at
-from .slots import next_look_at, release_due
+from .slots import hand_out_due, next_look_at
 from .sweep_items import Items, without_held_back
 
 LEASE = "sweep"
@@ -123,7 +123,7 @@ def fire_due_deadlines(now: datetime, limit: int = 500,
                  for token, instance_id in list(timed_out.values_list("token", "instance_id")
                                                 [:limit]))
     keys = Items(SweepItem.LIMIT_KEY, now)
-    fired += release_due(now, each=keys)
+    fired += hand_out_due(now, each=keys)
     results = Items(SweepItem.RESULT, now)
     fired += sum(bool(results.run(token, instance_id, partial(
         apply_kept_result, token, instance_id, result)))
@@ -189,7 +189,7 @@ def redispatch_lost_attempts(now: datetime, limit: int = 500,
     """Hand out again attempts that no worker claimed for ``REDISPATCH_AFTER``; and the
     waiting attempts of every key that has room (a release lost with its process)."""
     keys = Items(SweepItem.LIMIT_KEY, now)
-    released = release_due(now, every_key=True, each=keys)
+    released = hand_out_due(now, every_key=True, each=keys)
     _count_failed(report, keys)
     lost_before = now - timedelta(seconds=workflow_settings.REDISPATCH_AFTER)
     lost = Attempt.objects.filter(status=AttemptStatus.QUEUED, enqueued_at__lt=lost_before)

@@ -20,7 +20,7 @@ from django.test import override_settings
 from django_workflows import Limit, Operation, Step, Workflow, registry, services
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
 from django_workflows.runners.worker import run_attempt
-from django_workflows.services.slots import ACTIVE, release
+from django_workflows.services.slots import ACTIVE, hand_out_waiting
 from tests import dbutil
 from tests.services.test_slots import HOLDING, HoldingRunner
 
@@ -159,7 +159,8 @@ def test_two_releases_at_once_give_a_freed_slot_to_one_waiting_attempt():
         Attempt.objects.filter(pk=first.pk).update(status=AttemptStatus.FINISHED)
 
         with HOLDING:
-            results = dbutil.at_once(lambda k=key: release([k]), lambda k=key: release([k]))
+            results = dbutil.at_once(lambda k=key: hand_out_waiting([k]),
+                                     lambda k=key: hand_out_waiting([k]))
 
         assert not any(isinstance(r, Exception) for r in results), results
         assert sorted(len(handed) for handed in results) == [0, 1]

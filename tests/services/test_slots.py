@@ -28,7 +28,7 @@ from django_workflows import (
 )
 from django_workflows.models import Attempt, WorkflowInstance
 from django_workflows.runners.worker import run_attempt
-from django_workflows.services.slots import release, waiting_for
+from django_workflows.services.slots import hand_out_waiting, waiting_for
 from django_workflows.services.sweep import next_deadline_at
 from django_workflows.testing import FakeClock
 
@@ -290,7 +290,7 @@ def test_a_release_of_two_keys_reads_every_key_to_its_end_in_order():
     Attempt.objects.filter(limit_key="L").update(limit_max=100)  # L has room for all now
 
     with HOLDING:
-        handed = release(["L", "R"])
+        handed = hand_out_waiting(["L", "R"])
 
     # More than a page of each key: none of L's skipped for R's newer ones.
     assert handed == [attempt_of(i).token for i in limited[1:]]
