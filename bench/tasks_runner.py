@@ -75,9 +75,9 @@ def use(broker: str) -> None:
     """This process hands its work to the Tasks runner on ``broker``'s backend."""
     settings.DJANGO_WORKFLOWS.update(RUNNER=TASKS_RUNNER, TASKS_BACKEND=BACKENDS[broker])
     workflow_settings.reload()
-    from django_workflows.runners.tasks import sweep
+    from django_workflows.runners.tasks import sweep_chain
 
-    sweep._next_look = 0.0
+    sweep_chain._next_look = 0.0
 
 
 def rq_queue() -> Any:
@@ -344,12 +344,14 @@ def drain_some(broker: str, count: int) -> None:
 
 def drop_sweeps(broker: str) -> None:
     """The sweep's chain started by the runner: not what is measured here."""
+    from django_workflows.runners.tasks.sweep_chain import chain_run
+
     if broker == "tasks-db":
         from django_tasks_db.models import DBTaskResult
 
-        DBTaskResult.objects.filter(task_path__endswith=".tasks.sweep").delete()
+        DBTaskResult.objects.filter(task_path=chain_run.module_path).delete()
         return
     rq = rq_queue()
     for job in rq.jobs:
-        if job.func_name.endswith(".sweep.chain_run"):
+        if job.func_name.endswith(f".{chain_run.name}"):
             rq.remove(job.id)

@@ -31,7 +31,7 @@ class DjangoWorkflowsConfig(AppConfig):
     def _connect_tasks_runner(self) -> None:
         """The Tasks runner, when it is the one: imported now, before a worker forks (it
         starts no sweeper thread in a process forked for one Task); ``migrate`` and requests
-        start its sweep if it is not running (``runners/tasks/sweep.py``)."""
+        start its sweep if it is not running (``runners/tasks/sweep_chain.py``)."""
         from django.core.signals import request_started
         from django.db.models.signals import post_migrate
 

@@ -36,7 +36,7 @@ from django.http.response import HttpResponseBase
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
-from . import engine, jsontext, services, storable
+from . import engine, services
 from .engine.schema import check_schema
 from .exceptions import (
     Busy,
@@ -49,6 +49,8 @@ from .exceptions import (
     WorkflowError,
     WorkflowNotMoved,
 )
+from .inputs import json_text as jsontext
+from .inputs import storable
 from .models import WorkflowInstance
 
 __all__ = ["Delivery", "RejectEvent", "WebhookView", "from_setting", "signature", "webhook"]

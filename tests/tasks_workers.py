@@ -4,7 +4,7 @@ processes of the database backend and `manage.py rqworker` processes of RQ (the 
 They run the Tasks runner against the test database (committed data: use
 ``django_db(transaction=True)``), on PostgreSQL, MariaDB or SQLite, each worker in a process
 group of its own. With nothing else running, they sweep too (the chain of sweep Tasks and
-the sweeper threads of ``django_workflows/runners/tasks/sweep.py``).
+the sweeper threads of ``django_workflows/runners/tasks/sweep_chain.py``).
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ from ..engine.messages import INTERRUPTED_OPERATION
 from ..graph.timeline import Titles, span_words
 from ..models import Attempt, WorkflowEvent
 from .changelist import EstimatedCountPaginator
+from .instance_waiting import when
 from .storable_lookups import StorableLookupsAdmin
 from .timeline import titles_of
-from .waiting import when
 
 # -- an event in words ---------------------------------------------------------------------
 

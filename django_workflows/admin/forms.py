@@ -7,9 +7,10 @@ from typing import Any
 
 from django import forms
 
-from .. import jsontext, registry
+from .. import registry
 from ..exceptions import InvalidState, StateTooLarge
-from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
+from ..inputs import json_text as jsontext
+from ..inputs.storable import MAX_STATE_DEPTH, json_problems, problem_lines
 
 
 def pretty_json(value: Any) -> str:

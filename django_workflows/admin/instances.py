@@ -39,6 +39,7 @@ from .forms import (
     unread_create_form,
     unread_state_form,
 )
+from .instance_waiting import SignalForm, send_signal, waiting_context
 from .pages import (
     change_url,
     definitions_context,
@@ -53,7 +54,6 @@ from .request_limits import csrf_protect_within_limits, post_limit_problem
 from .storable_lookups import StorableLookupsAdmin
 from .sweep_banner import SweepBanner
 from .sweep_failures import instance_failures_context, retry_instance_failures
-from .waiting import SignalForm, send_signal, waiting_context
 from .workflow_page import period_of, workflow_page_context
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from .. import engine
-from .waiting import when
+from .instance_waiting import when
 
 # The engine's status -> (the words shown, the badge's colour class).
 SHOWN = {"retrying": ("running", "running"), "idle": ("not started", "idle")}

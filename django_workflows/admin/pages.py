@@ -19,7 +19,7 @@ from .. import clock, engine, registry
 from ..engine import Workflow
 from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
-from ..queries import LiveOperation, live_operations, marks_of
+from ..reading.queries import LiveOperation, live_operations, marks_of
 from .events import told
 from .operations import error_now, progress_words, status_words, unit_of
 from .timeline import timeline_context

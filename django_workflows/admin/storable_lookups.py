@@ -30,7 +30,7 @@ from django.core.exceptions import FieldDoesNotExist, PermissionDenied, Validati
 from django.db.models import AutoField, BigAutoField, IntegerField, Model, QuerySet
 from django.http import HttpRequest, HttpResponse, QueryDict
 
-from ..storable import json_problems
+from ..inputs.storable import json_problems
 
 M = TypeVar("M", bound=Model)
 

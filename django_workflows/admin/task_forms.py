@@ -18,7 +18,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from .. import jsontext
+from ..inputs import json_text as jsontext
 
 LONG_TEXT = 200  # characters: a string that may be longer is asked for in a textarea
 

@@ -21,11 +21,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from .. import engine, inbox, registry, services
+from .. import engine, registry, services
 from ..engine.shown import Shown
 from ..exceptions import Busy, NotAllowed, StaleRevision, WorkflowError, WorkflowNotMoved
 from ..models import TaskStatus, WorkflowInstance, WorkflowTask
-from ..queries import form_of
+from ..reading import inbox
+from ..reading.queries import form_of
 from ..services.access import acting_on_tasks, visible_tasks
 from .changelist import EstimatedCountPaginator, as_typed, search_instances
 from .pages import change_url

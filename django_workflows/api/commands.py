@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from .. import engine
-from ..storable import json_problems
+from ..inputs.storable import json_problems
 from .schema import ETAG, IDEMPOTENCY_KEY, IF_MATCH, described
 from .serializers import AnyField, StateField
 

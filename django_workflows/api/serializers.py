@@ -15,10 +15,10 @@ from ..engine import BranchSnapshot, Workflow
 from ..engine.feedback import Phase
 from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
+from ..inputs.storable import json_problems
 from ..models import WorkflowEvent, WorkflowInstance
-from ..queries import LiveOperation, live_operations
-from ..storable import json_problems
-from ..waiting import waiting_of
+from ..reading.queries import LiveOperation, live_operations
+from ..reading.waiting import waiting_of
 
 OPERATION_STATUSES = list(get_args(OperationStatus))
 BRANCH_STATUSES = list(get_args(BranchStatus))

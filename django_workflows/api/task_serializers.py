@@ -8,9 +8,9 @@ from django.db.models import Manager, QuerySet
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
-from .. import inbox
 from ..models import WorkflowTask
-from ..queries import form_of
+from ..reading import inbox
+from ..reading.queries import form_of
 from .serializers import AnyField
 
 # One line of what a task shows the person deciding (``Task(show=...)``), for the schema.

@@ -22,8 +22,9 @@ from rest_framework import status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import engine, inbox, services
+from .. import engine, services
 from ..models import TaskStatus, WorkflowTask
+from ..reading import inbox
 from ..services.access import acting_on_tasks, visible_tasks
 from ..services.idempotency import fingerprint_of
 from .commands import CommandActions

@@ -15,7 +15,7 @@ from .commands import as_declared_now
 from .errors import unknown_url
 from .root import COLLECTIONS, APIRoot
 from .schema_views import SchemaView
-from .signals import SignalView
+from .signal_sending import SignalView
 
 app_name = "workflows-api"
 

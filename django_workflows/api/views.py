@@ -23,7 +23,7 @@ from rest_framework.settings import api_settings
 from .. import engine, registry, services
 from ..exceptions import InstanceNotFound, ReferenceTaken, WorkflowNotMoved
 from ..models import WorkflowEvent, WorkflowInstance, WorkflowTask
-from ..queries import live_attempts
+from ..reading.queries import live_attempts
 from ..services import access
 from ..services.idempotency import fingerprint_of
 from .commands import CommandActions

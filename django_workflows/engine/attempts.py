@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from .bounds import FLUSH_LINES, MAX_LOGS
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
 from .definition import Branch, Operation, Step, Workflow, in_seconds
@@ -24,7 +25,6 @@ from .errors import (
     error_message,
     error_name,
 )
-from .limits import FLUSH_LINES, MAX_LOGS
 from .messages import CANCELLED, missing_key, operation_timed_out, step_hook
 from .snapshot import (
     AttemptKind,

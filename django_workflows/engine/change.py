@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounds import MAX_MOVES
 from .context import HookContext, call_directly
 from .definition import Step, Workflow
 from .errors import Allowed, DefinitionError, HookFailed, error_message
 from .events import EventName
-from .limits import MAX_MOVES
 from .messages import missing_key
 from .outcome import ClearDeadline, Effect, Event, KeptSignal
 from .snapshot import WorkflowSnapshot

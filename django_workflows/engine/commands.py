@@ -25,7 +25,8 @@ from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 from .errors import OperationBlockedError
 from .held import HELD
 from .outcome import DeadlineKind
-from .rules import deadlines, navigation, recovery, results, saga, tasks, waiting
+from .rules import deadlines, navigation, recovery, results, saga, tasks
+from .rules import waits as waiting
 from .snapshot import (
     ErrorInfo,
     OperationSnapshot,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, cast
 
+from .bounds import MAX_LOGS
 from .errors import DefinitionError
-from .limits import MAX_LOGS
 from .schema import check_schema
 from .slots import Limit, Rate, check_limits
 

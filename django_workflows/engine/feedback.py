@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .limits import FEEDBACK_ACTIVITY_AFTER, FEEDBACK_LOADING_AFTER, FEEDBACK_STALLED_AFTER
+from .bounds import FEEDBACK_ACTIVITY_AFTER, FEEDBACK_LOADING_AFTER, FEEDBACK_STALLED_AFTER
 from .snapshot import OperationSnapshot
 
 Phase = Literal["none", "activity", "determinate", "indeterminate", "status"]

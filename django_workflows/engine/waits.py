@@ -3,7 +3,7 @@
 ``Step("await-payment", wait=Signal("payment-confirmed", correlate=..., timeout=3600))``
 waits until the signal is delivered (``services.signal``, a webhook) or its timeout
 passes; ``Step("reminder", wait=Timer(after=timedelta(days=3)))`` until the time comes.
-The rules are in ``engine/rules/waiting.py``.
+The rules are in ``engine/rules/waits.py``.
 """
 
 from __future__ import annotations

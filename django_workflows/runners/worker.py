@@ -20,7 +20,7 @@ from django.db import close_old_connections
 
 from .. import engine
 from ..conf import workflow_settings
-from ..engine.limits import MAX_LOGS
+from ..engine.bounds import MAX_LOGS
 from ..observability import observers
 from ..services import reports
 from ..services.attempts import Claimed, beat, claim_attempt, finish_claimed

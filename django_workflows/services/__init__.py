@@ -58,7 +58,7 @@ from .functions import (
     validate,
 )
 from .schedules import fire_due_schedules, pause_schedule, resume_schedule
-from .signals import SignalSent, signal
+from .signal_delivery import SignalSent, signal
 from .sweep import SweepReport, sweep
 from .sweep_items import retry_set_aside
 

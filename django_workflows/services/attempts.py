@@ -1,7 +1,7 @@
 """The worker's side of the service: claim an attempt, beat, report how it ended,
 and fire what fell due (deadlines, expired heartbeats, attempt timeouts).
 
-A claim is one fenced ``UPDATE`` of the attempt's own row (``services/claims.py``
+A claim is one fenced ``UPDATE`` of the attempt's own row (``services/attempt_claims.py``
 says how the instance learns of it); the rest are short units of work under
 the instance's row lock. User code never runs inside either.
 """

@@ -23,7 +23,7 @@ from ..exceptions import (
 )
 from ..models import WorkflowInstance
 from . import access, idempotency, reports
-from .claims import claims_of
+from .attempt_claims import claims_of
 from .kept_signals import kept_signal_finder
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
 from .sql import statements

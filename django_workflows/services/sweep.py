@@ -28,8 +28,8 @@ from .attempts import (
     still_trying,
 )
 from .dispatch import hand_out
-from .hand_over import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .schedules import fire_due_schedules, next_schedule_due_at
+from .signal_hand_over import expire_kept_signals, first_awaiting, hand_kept, kept_and_awaited
 from .slots import hand_out_due, next_look_at
 from .sweep_items import Items, without_held_back
 

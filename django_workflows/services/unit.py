@@ -38,7 +38,7 @@ from ..exceptions import Busy, InstanceNotFound, StaleRevision
 from ..models import Deadline, WorkflowInstance
 from ..signals import announce, listened_to
 from . import access, idempotency, reports
-from .claims import claims_of
+from .attempt_claims import claims_of
 from .dispatch import hand_out
 from .kept_signals import kept_signal_finder
 from .persistence import (

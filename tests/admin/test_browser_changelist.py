@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from django_workflows import services
 from django_workflows.models import Attempt, SweepLease
-from django_workflows.runners.sweeper import Sweeper
+from django_workflows.runners.sweeper_thread import Sweeper
 from django_workflows.services.sweep import LEASE
 
 from .conftest import changelist_url, screenshot

@@ -15,7 +15,7 @@ from django.db import connection
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
-from django_workflows.queries import live_operations
+from django_workflows.reading.queries import live_operations
 
 from .conftest import instance_url, screenshot, wait_until
 

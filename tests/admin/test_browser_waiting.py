@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 
 from django_workflows import services
 from django_workflows.models import WorkflowInstance
-from django_workflows.waiting import waiting_of
+from django_workflows.reading.waiting import waiting_of
 from tests.shown_times import deadline_as_shown
 
 from .conftest import admin_page, instance_url, screenshot, with_permissions

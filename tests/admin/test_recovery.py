@@ -12,7 +12,7 @@ import pytest
 
 from django_workflows import Step, Transition, Workflow, registry, services
 from django_workflows.models import WorkflowInstance
-from django_workflows.queries import marks_of
+from django_workflows.reading.queries import marks_of
 from tests.factories import WorkflowInstanceFactory
 
 from .conftest import changelist_url, instance_url, logged_in, shown_messages

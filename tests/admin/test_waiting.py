@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 
 from django_workflows import clock as clock_module
 from django_workflows import services
-from django_workflows.admin.waiting import when
+from django_workflows.admin.instance_waiting import when
 from django_workflows.models import WorkflowInstance, WorkflowSignal
 from django_workflows.testing import FakeClock
 

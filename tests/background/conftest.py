@@ -87,12 +87,12 @@ def enqueue_to(broker: str, settings: Any, monkeypatch: pytest.MonkeyPatch) -> s
     """Work this test process creates goes to the cluster, through ``broker`` (or to the Tasks
     workers, through their backend)."""
     if broker in BACKENDS:
-        from django_workflows.runners.tasks import sweep
+        from django_workflows.runners.tasks import sweep_chain
 
         settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": TASKS_RUNNER,
                                      "TASKS_BACKEND": BACKENDS[broker]}
         # The tables were flushed: this process looks for the sweep's chain at once.
-        monkeypatch.setattr(sweep, "_next_look", 0.0)
+        monkeypatch.setattr(sweep_chain, "_next_look", 0.0)
         return broker
     from django_q.conf import Conf
 

@@ -30,7 +30,7 @@ from django_workflows import services
 from django_workflows.engine.messages import INTERRUPTED_OPERATION, INTERRUPTED_WORKFLOW
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import Attempt, AttemptStatus, WorkflowInstance
-from django_workflows.queries import live_operations
+from django_workflows.reading.queries import live_operations
 from django_workflows.runners.django_q import TASK
 from tests.background.conftest import BROKERS, REDIS, RUNNERS
 from tests.qcluster import redis_queue_key, wait_for

@@ -24,7 +24,7 @@ from django_workflows.models import (
     WorkflowEvent,
     WorkflowInstance,
 )
-from django_workflows.runners.sweeper import LEASE_TTL
+from django_workflows.runners.sweeper_thread import LEASE_TTL
 from django_workflows.services.sweep import LEASE
 from tests.qcluster import wait_for
 from tests.testapp.models import Note

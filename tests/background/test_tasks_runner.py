@@ -129,7 +129,7 @@ def test_the_workers_keep_the_sweep_recorded_with_nothing_else_running(cluster):
 
 
 def test_chains_started_again_and_again_end_but_one(cluster):
-    from django_workflows.runners.tasks.sweep import CHAIN, start_chain
+    from django_workflows.runners.tasks.sweep_chain import CHAIN, start_chain
 
     for _ in range(4):
         start_chain()
@@ -207,11 +207,14 @@ def ran_at(said: str) -> tuple[int, str]:
 
 def pending_sweeps(runner: str) -> int:
     """Runs of the sweep's chain waiting in the backend (queued or deferred)."""
+    from django_workflows.runners.tasks.sweep_chain import chain_run
+
     if runner == "tasks-db":
         from django_tasks_db.models import DBTaskResult
 
         return DBTaskResult.objects.filter(
-            task_path="django_workflows.runners.tasks.sweep.chain_run", status="READY").count()
+            task_path=chain_run.module_path,
+            status="READY").count()
     import django_rq
     from rq.registry import ScheduledJobRegistry
 
@@ -220,4 +223,4 @@ def pending_sweeps(runner: str) -> int:
     queue = django_rq.get_queue(queue_name())
     jobs = [queue.fetch_job(id) for id in
             [*queue.job_ids, *ScheduledJobRegistry(queue=queue).get_job_ids()]]
-    return sum(1 for job in jobs if job is not None and job.func_name.endswith(".sweep"))
+    return sum(1 for job in jobs if job is not None and job.func_name == chain_run.module_path)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
 from django_workflows.models import WorkflowInstance
-from django_workflows.waiting import waiting_of
+from django_workflows.reading.waiting import waiting_of
 from example_project.shop.models import Customer
 
 # Committed transactions, as when the command runs: work is handed out after commit.

@@ -18,7 +18,7 @@ from django.core import mail, signing
 from django.core.mail import EmailMessage
 
 from django_workflows.models import WorkflowEvent
-from django_workflows.waiting import waiting_of
+from django_workflows.reading.waiting import waiting_of
 from example_project.shop import email_confirmation
 from example_project.shop.mailbox import EmailBackend
 from example_project.shop.models import Customer, SentEmail

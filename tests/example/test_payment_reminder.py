@@ -9,7 +9,7 @@ import pytest
 from django.core import mail
 
 from django_workflows.models import WorkflowInstance
-from django_workflows.waiting import waiting_of
+from django_workflows.reading.waiting import waiting_of
 from example_project.shop.reminders import payment_reminder
 
 from .factories import order_state, stock_for_order

@@ -19,7 +19,7 @@ from django.core import mail
 from django_workflows import services
 from django_workflows.exceptions import NotAllowed
 from django_workflows.models import WorkflowInstance, WorkflowSignal
-from django_workflows.waiting import waiting_of
+from django_workflows.reading.waiting import waiting_of
 from django_workflows.webhooks import signature
 from example_project.shop import bank, payments
 from example_project.shop.fulfilment import fulfilment

@@ -20,7 +20,7 @@ from django.utils import timezone
 from django_workflows import Operation, Step, Workflow, registry, services
 from django_workflows.engine import AttemptOutcome
 from django_workflows.models import Attempt, Deadline, WorkflowInstance
-from django_workflows.queries import live_operations
+from django_workflows.reading.queries import live_operations
 from tests.testapp import workflows as testapp
 
 pytestmark = pytest.mark.django_db(transaction=True)

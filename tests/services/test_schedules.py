@@ -16,7 +16,7 @@ from django_workflows import Schedule, clock, registry, services
 from django_workflows.engine import schedules as engine_schedules
 from django_workflows.exceptions import NotAllowed
 from django_workflows.models import SweepFailure, WorkflowInstance, WorkflowSchedule
-from django_workflows.runners.sweeper import Sweeper
+from django_workflows.runners.sweeper_thread import Sweeper
 from django_workflows.services import schedules as service_schedules
 from django_workflows.services.schedules import (
     UnknownSchedule,

@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from django_workflows import Operation, Step, Workflow, registry, services
 from django_workflows.models import Attempt, AttemptStatus, Deadline, SweepLease
-from django_workflows.runners import sweeper
-from django_workflows.runners.sweeper import Sweeper
+from django_workflows.runners import sweeper_thread
+from django_workflows.runners.sweeper_thread import Sweeper
 from django_workflows.services.sweep import LEASE, sweep_health
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,7 +63,7 @@ def test_one_sweeper_holds_the_lease_and_records_that_it_swept():
     first, second = Sweeper(holder="one"), Sweeper(holder="two")
 
     first.turn()
-    assert second.turn() == sweeper.STANDBY  # stands by
+    assert second.turn() == sweeper_thread.STANDBY  # stands by
     assert (first.leading, second.leading) == (True, False)
     held = lease()
     assert held.holder == "one"
@@ -111,7 +111,7 @@ def test_with_nothing_due_soon_it_looks_again_within_the_poll(timed_step):
     services.create("timed", start=True)  # due in 30 s
 
     wait = Sweeper(holder="one").turn()
-    assert 0 < wait <= sweeper.POLL
+    assert 0 < wait <= sweeper_thread.POLL
 
 
 def test_a_due_deadline_fires_on_the_holders_turn(timed_step):
@@ -155,7 +155,7 @@ def test_a_run_fires_a_deadline_within_a_second_of_its_time(timed_step):
 
 
 def test_the_loop_goes_on_after_the_database_failed(monkeypatch, caplog, timed_step):
-    real = sweeper.sweep_turn
+    real = sweeper_thread.sweep_turn
     calls: list[int] = []
 
     def flaky(now, **options):
@@ -164,8 +164,8 @@ def test_the_loop_goes_on_after_the_database_failed(monkeypatch, caplog, timed_s
             raise OperationalError("terminating connection due to administrator command")
         return real(now, **options)
 
-    monkeypatch.setattr(sweeper, "sweep_turn", flaky)
-    monkeypatch.setattr(sweeper, "STANDBY", 0.05)
+    monkeypatch.setattr(sweeper_thread, "sweep_turn", flaky)
+    monkeypatch.setattr(sweeper_thread, "STANDBY", 0.05)
     instance = services.create("timed", start=True)
     due_in(instance, -0.01)
     call_command("workflows_sweep", "--loop", "--for", "1", stdout=StringIO())

@@ -27,19 +27,19 @@ pytestmark = [pytest.mark.needs_tasks, pytest.mark.django_db,
               pytest.mark.skipif(importlib.util.find_spec("django_tasks_db") is None,
                                  reason="needs the tasks extra")]
 
-SWEEP = "django_workflows.runners.tasks.sweep.chain_run"
+SWEEP = "django_workflows.runners.tasks.sweep_chain.chain_run"
 RUN_ATTEMPT = "django_workflows.runners.tasks.tasks.run_attempt"
 
 
 @pytest.fixture
 def tasks_runner(settings, monkeypatch):
     """The Tasks runner on the database backend; this process has no sweeper thread."""
-    from django_workflows.runners.tasks import sweep
+    from django_workflows.runners.tasks import sweep_chain
 
     settings.DJANGO_WORKFLOWS = {**settings.DJANGO_WORKFLOWS, "RUNNER": TASKS_RUNNER,
                                  "TASKS_BACKEND": "default", "SWEEP_IN_WORKERS": False}
-    monkeypatch.setattr(sweep, "_next_look", 0.0)
-    return sweep
+    monkeypatch.setattr(sweep_chain, "_next_look", 0.0)
+    return sweep_chain
 
 
 def rows(path: str):
@@ -136,10 +136,10 @@ def test_a_chain_run_forgets_the_row_of_the_run_before(tasks_runner):
 
 
 def test_a_process_forked_for_one_task_starts_no_sweeper_thread(settings, monkeypatch):
-    from django_workflows.runners.tasks import sweep
+    from django_workflows.runners.tasks import sweep_chain
 
-    monkeypatch.setattr(sweep, "_forked", True)
-    assert sweep.sweeper_beside() is None
+    monkeypatch.setattr(sweep_chain, "_forked", True)
+    assert sweep_chain.sweeper_beside() is None
 
 
 def test_the_attempt_task_logs_what_goes_wrong_and_does_not_raise(monkeypatch, caplog):

@@ -17,7 +17,7 @@ from ..messages import operation_timed_out, step_timed_out
 from ..snapshot import ErrorInfo, OperationSnapshot
 from .results import operation_failed, retry_operation
 from .tasks import task_due
-from .waiting import signal_timeout_due, timer_due
+from .waits import signal_timeout_due, timer_due
 from .work import add_stopping, queue_attempt, stop_work
 
 if TYPE_CHECKING:

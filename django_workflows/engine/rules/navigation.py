@@ -32,7 +32,7 @@ from .steps import (
     settle,
     validate_current,
 )
-from .waiting import end_wait, refuse_next_while_waiting
+from .waits import end_wait, refuse_next_while_waiting
 from .work import (
     cancel_task,
     skip_operation,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..bounds import MAX_LOGS
 from ..change import Change
 from ..definition import Operation, in_seconds
 from ..errors import Refused
-from ..limits import MAX_LOGS
 from ..messages import (
     INTERRUPTED_BRANCH,
     INTERRUPTED_COMPENSATION,

@@ -26,7 +26,7 @@ from ..snapshot import (
     Standing,
     WorkflowSnapshot,
 )
-from .waiting import end_wait
+from .waits import end_wait
 from .work import add_stopping, cancel_task, still_stopping
 
 if TYPE_CHECKING:

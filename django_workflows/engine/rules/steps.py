@@ -21,7 +21,7 @@ from ..outcome import SetDeadline
 from ..schema import check_state
 from ..snapshot import FINISHED, MOVING, BranchSnapshot, StepRun, WorkflowSnapshot, new_snapshot
 from . import paused, saga
-from .waiting import begin_wait, end_wait
+from .waits import begin_wait, end_wait
 from .work import cancel_task, dispatch_branches, hand_out_operation, open_task, stop_work
 
 

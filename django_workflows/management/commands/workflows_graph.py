@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from ... import registry
 from ...graph import to_dot, to_mermaid, to_svg
 from ...models import WorkflowInstance
-from ...queries import marks_of
+from ...reading.queries import marks_of
 
 RENDERERS = {"svg": to_svg, "mermaid": to_mermaid, "dot": to_dot}
 

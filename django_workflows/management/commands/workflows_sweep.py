@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from ...runners.sweeper import Sweeper
+from ...runners.sweeper_thread import Sweeper
 from ...services import sweep
 
 

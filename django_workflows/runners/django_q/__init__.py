@@ -22,7 +22,7 @@ from django.conf import settings
 
 from ...conf import workflow_settings
 from ...models import Attempt
-from ..sweeper import Sweeper
+from ..sweeper_thread import Sweeper
 
 TASK = "django_workflows.runners.django_q.tasks.run_attempt"
 

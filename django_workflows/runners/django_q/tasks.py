@@ -18,7 +18,7 @@ def run_attempt(token: str, instance_id: str | None = None) -> bool:
 def sweep_loop(duration: float | None = None) -> str:
     """One sweep, for a schedule installed by an earlier version's ``workflows_schedule``.
 
-    The workers sweep by themselves now (``runners/sweeper.py``); this no
+    The workers sweep by themselves now (``runners/sweeper_thread.py``); this no
     longer loops, so such a schedule holds no worker.
     """
     return str(sweep())

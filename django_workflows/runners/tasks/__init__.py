@@ -18,7 +18,7 @@ from typing import Any
 
 from ...conf import workflow_settings
 from .compat import Task
-from .sweep import keep_sweeping, task_for
+from .sweep_chain import keep_sweeping, task_for
 from .tasks import run_attempt
 
 logger = logging.getLogger("django_workflows")

@@ -25,7 +25,7 @@ from django.db import close_old_connections, connections
 from rq.worker import SimpleWorker
 from rq.worker import Worker as ForkingWorker
 
-from .sweep import chain_run, sweeper_beside
+from .sweep_chain import chain_run, sweeper_beside
 from .tasks import run_attempt
 
 # The Tasks that run in the worker's process: RQ's job names them by their module path.

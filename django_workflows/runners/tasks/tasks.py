@@ -13,7 +13,7 @@ import logging
 from ...conf import workflow_settings
 from .. import worker
 from .compat import task_of
-from .sweep import keep_sweeping, sweeper_beside
+from .sweep_chain import keep_sweeping, sweeper_beside
 
 logger = logging.getLogger("django_workflows")
 

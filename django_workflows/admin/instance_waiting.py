@@ -1,6 +1,6 @@
 """What the instance page says the instance waits for, and its form to send the signal by hand.
 
-The words read :func:`django_workflows.waiting.waiting_of`, as the API's ``waiting``
+The words read :func:`django_workflows.reading.waiting.waiting_of`, as the API's ``waiting``
 does. The form is offered to those ``services.access.may_send`` allows, and sends
 through ``services.signal(..., instance=..., user=...)``, which judges the sender again;
 whatever it refuses becomes a message or an error beside the field, never an error page.
@@ -20,12 +20,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from .. import clock, jsontext, services
+from .. import clock, services
 from ..exceptions import InvalidPayload, NotAllowed, StateTooLarge, WorkflowError
+from ..inputs import json_text as jsontext
+from ..inputs.storable import MAX_STATE_DEPTH, json_problems, problem_lines
 from ..models import WorkflowInstance
+from ..reading.waiting import Waiting, waiting_of
 from ..services.access import may_send
-from ..storable import MAX_STATE_DEPTH, json_problems, problem_lines
-from ..waiting import Waiting, waiting_of
 
 
 class SignalForm(forms.Form):

@@ -42,13 +42,13 @@ from ..exceptions import (
     NotAllowed,
     WorkflowError,
 )
+from ..inputs.storable import json_problems, problem_lines
 from ..models import SignalStatus, WorkflowInstance, WorkflowSignal
-from ..storable import json_problems, problem_lines
 from . import access
 from .commands import id_of
-from .hand_over import awaited, awaiting, hand_kept, hand_over, record, seen_before
 from .kept_signals import name_of, signal_key
 from .persistence import check_state_size
+from .signal_hand_over import awaited, awaiting, hand_kept, hand_over, record, seen_before
 from .slots import lock_keys
 from .unit import actor
 
