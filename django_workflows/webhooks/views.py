@@ -1,30 +1,13 @@
-"""Webhooks: a view to mount per provider that turns its signed events into signals.
-
-::
-
-    path("hooks/payments/", webhook("payments", deliveries=payment_deliveries,
-                                    secret=from_setting("PAYMENTS_WEBHOOK_SECRET")))
-
-A request is checked before anything is read from it: POST only, its size, the
-signature (``Webhook-Signature: t=<unix time>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">``,
-within a tolerance of the clock), then the body, read strictly as a JSON object
-(:mod:`.jsontext`, :mod:`.storable`). Each refusal is a 4xx JSON answer
-``{"detail", "code"}`` and changes nothing. The project's ``deliveries(request, event)``
-then names the signals to send (:class:`Delivery`), each with the provider's event id as
-its message id, so a provider's retry is acknowledged and changes nothing;
-:func:`services.signal <django_workflows.services.signal>` records each one, and the answer
-is a 200 with what became of them. An exception in ``deliveries`` is the project's bug,
-Django's 500 (``RejectEvent`` is how it refuses an event). docs/webhooks.md shows it all.
-"""
+"""The webhook's view: a request checked before anything is read from it (POST only, its
+size, the signature, then the body, read strictly as a JSON object), then each delivery
+recorded on its own by :func:`services.signal <django_workflows.services.signal>`."""
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.conf import settings
@@ -36,84 +19,16 @@ from django.http.response import HttpResponseBase
 from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 
-from . import engine, services
-from .engine.schema import check_schema
-from .exceptions import (
-    Busy,
-    InstanceNotFound,
-    InvalidPayload,
-    NotAllowed,
-    StateTooLarge,
-    UnknownSignal,
-    UnknownWorkflow,
-    WorkflowError,
-    WorkflowNotMoved,
-)
-from .inputs import json_text as jsontext
-from .inputs import storable
-from .models import WorkflowInstance
+from .. import engine, services
+from ..engine.schema import check_schema
+from ..exceptions import WorkflowError
+from ..inputs import json_text as jsontext
+from ..inputs import storable
+from .deliveries import Delivery, RejectEvent, check_delivery, check_text, field_errors, refusal_of
+from .signing import Secrets, digest, parse_header, secrets_of
 
-__all__ = ["Delivery", "RejectEvent", "WebhookView", "from_setting", "signature", "webhook"]
-
+# The name it always had: a project's LOGGING may name it.
 logger = logging.getLogger("django_workflows.webhooks")
-
-# The longest text the signal's row keeps in a name, an address or a message id.
-MAX_TEXT = 200
-
-Secrets = str | bytes | Sequence[str | bytes]
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One signal to send for an event: to ``workflow``'s instances by exactly one of
-    ``instance``, ``reference`` and ``correlation``. ``message_id`` defaults to the event's
-    id; give each delivery of one event to the same signal its own."""
-
-    workflow: str
-    signal: str
-    payload: Any = None
-    instance: WorkflowInstance | str | None = None
-    reference: str | None = None
-    correlation: str | None = None
-    message_id: str | None = None
-
-
-class RejectEvent(Exception):
-    """An event this webhook will not take: answered ``status`` (400) with ``detail`` and
-    ``code``, nothing sent. ``deliveries`` raises it for an event it cannot read."""
-
-    def __init__(self, detail: str, code: str = "invalid_event", *, status: int = 400,
-                 fields: dict[str, list[str]] | None = None) -> None:
-        if not 400 <= status < 600:
-            raise ValueError(f"A rejection answers 4xx or 5xx, not {status}")
-        super().__init__(detail)
-        self.detail, self.code, self.status, self.fields = detail, code, status, fields
-
-    def body(self) -> dict[str, Any]:
-        return {"detail": self.detail, "code": self.code,
-                **({"fields": self.fields} if self.fields else {})}
-
-
-def from_setting(name: str) -> Callable[[], Secrets]:
-    """The secret read from ``settings.<name>`` on each request: one secret or a list of
-    them (several while rotating), kept out of the code."""
-
-    def read() -> Secrets:
-        value: Secrets | None = getattr(settings, name, None)
-        if not value:
-            raise ImproperlyConfigured(f"The webhook secret setting {name} is not set")
-        return value
-
-    read.__qualname__ = f"from_setting({name!r})"
-    return read
-
-
-def signature(body: bytes | str, secret: str | bytes, *, timestamp: int | None = None,
-              scheme: str = "v1") -> str:
-    """The signature header's value for ``body``: ``t=<timestamp>,v1=<hex>`` (now by
-    default). For tests, and for anything that sends to such a webhook."""
-    at = int(time.time()) if timestamp is None else timestamp
-    return f"t={at},{scheme}={_digest(_bytes(secret), at, _bytes(body))}"
 
 
 class WebhookView(View):
@@ -144,7 +59,7 @@ class WebhookView(View):
         if probe.secret is None and cls.get_secrets is WebhookView.get_secrets:
             raise ImproperlyConfigured(f'Webhook "{probe.name}" needs a secret')
         if probe.secret is not None and not callable(probe.secret):
-            _secrets(probe.secret, probe.name)  # a literal is checked now, not on a request
+            secrets_of(probe.secret, probe.name)  # a literal is checked now, not on a request
         if probe.deliveries is None and cls.get_deliveries is WebhookView.get_deliveries:
             raise ImproperlyConfigured(f'Webhook "{probe.name}" needs a deliveries function')
         if probe.event_schema is not None:
@@ -158,7 +73,7 @@ class WebhookView(View):
     def get_secrets(self) -> list[bytes]:
         """The secrets a signature may be made with (several while rotating)."""
         value = self.secret() if callable(self.secret) else self.secret
-        return _secrets(value, self.name)
+        return secrets_of(value, self.name)
 
     def get_event_id(self, request: HttpRequest, event: dict[str, Any]) -> Any:
         """The provider's id of this event (a retry has the same): ``event["id"]``."""
@@ -214,7 +129,7 @@ class WebhookView(View):
         if not header:
             raise RejectEvent(f"The {self.signature_header} header is missing",
                               "signature_missing")
-        timestamp, signatures = _parse(header, self.scheme)
+        timestamp, signatures = parse_header(header, self.scheme)
         if timestamp is None or not signatures:
             raise RejectEvent(f"The {self.signature_header} header is not "
                               f"t=<unix time>,{self.scheme}=<hex HMAC-SHA256>",
@@ -225,7 +140,7 @@ class WebhookView(View):
             raise RejectEvent(f"The signature's timestamp is {abs(skew):.0f}s {when}; the "
                               f"tolerance is {self.tolerance:g}s", "signature_expired",
                               status=403)
-        expected = [_digest(secret, timestamp, body) for secret in self.get_secrets()]
+        expected = [digest(secret, timestamp, body) for secret in self.get_secrets()]
         # Every pair is compared, in constant time each: no early exit tells which matched.
         matched = [hmac.compare_digest(mine, theirs) for mine in expected for theirs in signatures]
         if not any(matched):
@@ -249,7 +164,7 @@ class WebhookView(View):
         if wrong:
             raise RejectEvent("The event is not one this webhook takes: "
                               f"{'; '.join(map(str, wrong[:5]))}", "invalid_event",
-                              fields=_fields("event", wrong))
+                              fields=field_errors("event", wrong))
         return event
 
     def read_event_id(self, request: HttpRequest, event: dict[str, Any]) -> str:
@@ -259,7 +174,7 @@ class WebhookView(View):
         if not isinstance(found, str) or not found:
             raise RejectEvent("The event has no id (a provider's retry is known by it)",
                               "missing_event_id")
-        _check_text("The event's id", found)
+        check_text("The event's id", found)
         return found
 
     def plan(self, request: HttpRequest, event: dict[str, Any],
@@ -272,7 +187,7 @@ class WebhookView(View):
             if not isinstance(delivery, Delivery):
                 raise TypeError(f'Webhook "{self.name}": deliveries() gave {delivery!r}, '
                                 "not a Delivery")
-            _check_delivery(delivery)
+            check_delivery(delivery)
             key = (delivery.workflow, delivery.signal, delivery.message_id or event_id)
             if key in seen:
                 raise RejectEvent(f'Two deliveries of "{delivery.signal}" to workflow '
@@ -307,7 +222,7 @@ class WebhookView(View):
                                    instance=delivery.instance, reference=delivery.reference,
                                    correlation=delivery.correlation, message_id=message_id)
         except WorkflowError as error:
-            refusal = _refusal(error)
+            refusal = refusal_of(error)
             if refusal is None:  # a finished instance: no retry will change that
                 result.update(outcome="not_waiting", detail=str(error))
             else:
@@ -337,8 +252,6 @@ def webhook(name: str, *, secret: Secrets | Callable[[], Secrets],
     return WebhookView.as_view(name=name, secret=secret, deliveries=deliveries, **options)
 
 
-# -- helpers of the view, in the order it uses them --------------------------------------
-
 
 def _answer(body: dict[str, Any], status: int, headers: dict[str, str] | None = None
             ) -> JsonResponse:
@@ -346,93 +259,3 @@ def _answer(body: dict[str, Any], status: int, headers: dict[str, str] | None = 
     for header, value in (headers or {}).items():
         response[header] = value
     return response
-
-
-def _bytes(value: str | bytes) -> bytes:
-    return value.encode() if isinstance(value, str) else value
-
-
-def _secrets(value: Any, name: str) -> list[bytes]:
-    listed = [value] if isinstance(value, str | bytes) else list(value or ())
-    if not listed or not all(isinstance(s, str | bytes) and s for s in listed):
-        raise ImproperlyConfigured(f'Webhook "{name}" has no secret, or an empty one')
-    return [_bytes(s) for s in listed]
-
-
-def _digest(secret: bytes, timestamp: int, body: bytes) -> str:
-    return hmac.new(secret, b"%d." % timestamp + body, hashlib.sha256).hexdigest()
-
-
-def _parse(header: str, scheme: str) -> tuple[int | None, list[str]]:
-    """``t=<unix time>,v1=<hex>[,v1=<hex>...]``: the timestamp and the signatures."""
-    timestamp, signatures = None, []
-    for part in header.split(",")[:32]:
-        key, _, value = part.strip().partition("=")
-        if key == "t" and value.isascii() and value.isdigit() and len(value) <= 12:
-            timestamp = int(value)
-        elif key == scheme and value and value.isascii():  # compare_digest takes ASCII text
-            signatures.append(value)
-    return timestamp, signatures
-
-
-def _check_text(what: str, value: Any) -> None:
-    if not isinstance(value, str) or not value:
-        raise RejectEvent(f"{what} is not a text", "invalid_delivery")
-    if len(value) > MAX_TEXT:
-        raise RejectEvent(f"{what} is longer than {MAX_TEXT} characters", "invalid_delivery")
-    if storable.json_problems(value):
-        raise RejectEvent(f"{what} has characters a database cannot store",
-                          "invalid_delivery")
-
-
-def _check_delivery(delivery: Delivery) -> None:
-    what = f'The delivery of "{delivery.signal}"'
-    _check_text(f"{what}'s workflow", delivery.workflow)
-    _check_text(f"{what}'s signal", delivery.signal)
-    addresses = {"instance": delivery.instance, "reference": delivery.reference,
-                 "correlation": delivery.correlation}
-    given = {key: value for key, value in addresses.items() if value is not None}
-    if len(given) != 1:
-        raise RejectEvent(f"{what} needs exactly one of instance, reference and correlation; "
-                          f"the event gave {', '.join(given) or 'none'}", "invalid_delivery")
-    for key, value in given.items():
-        if not isinstance(value, WorkflowInstance):
-            _check_text(f"{what}'s {key}", value)
-    if delivery.message_id is not None:
-        _check_text(f"{what}'s message id", delivery.message_id)
-    problems = storable.problem_lines(storable.json_problems(delivery.payload))
-    if problems:
-        raise RejectEvent(f"{what}'s payload cannot be stored: {'; '.join(problems[:5])}",
-                          "invalid_delivery")
-
-
-def _refusal(error: WorkflowError) -> RejectEvent | None:
-    """The answer to one of the service's errors; None for ``not_waiting`` (acknowledged:
-    the instance is finished, and a provider would otherwise send it again for days)."""
-    detail = str(error)
-    if isinstance(error, Busy):
-        return RejectEvent(detail, "busy", status=503)
-    if isinstance(error, UnknownSignal | UnknownWorkflow):
-        return RejectEvent(detail, getattr(error, "code", "unknown_workflow"))
-    if isinstance(error, StateTooLarge):
-        return RejectEvent(error.reason, error.code, status=413)
-    if isinstance(error, InvalidPayload):
-        return RejectEvent(error.reason, error.code,
-                           fields=_fields("payload", error.field_errors))
-    if isinstance(error, NotAllowed):
-        return RejectEvent(detail, error.code, status=403)
-    if isinstance(error, InstanceNotFound):
-        return RejectEvent(detail, "not_found", status=404)
-    if isinstance(error, WorkflowNotMoved):
-        return None if error.code == "not_waiting" else RejectEvent(error.reason, error.code,
-                                                                     status=409)
-    return RejectEvent(detail, "conflict", status=409)
-
-
-def _fields(prefix: str, problems: Iterable[engine.FieldError]) -> dict[str, list[str]]:
-    """Field errors named from the top: ``payload.amount``, ``event.data``."""
-    fields: dict[str, list[str]] = {}
-    for problem in problems:
-        fields.setdefault(f"{prefix}.{problem.field}" if problem.field else prefix,
-                          []).append(problem.message)
-    return fields
