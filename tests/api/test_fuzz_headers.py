@@ -16,7 +16,6 @@ requests it made.
 
 from __future__ import annotations
 
-import codecs
 import html
 import json
 import os
@@ -39,7 +38,8 @@ MEDIA_TYPES = ["application/json", "APPLICATION/JSON", "application/json-patch+j
                "text/plain", "application/x-www-form-urlencoded",
                "multipart/form-data; boundary=xyz", "*/*", "application/*", ""]
 CHARSETS = [None, "utf-8", "UTF-8", '"utf-8"', "Utf-8", "utf8", "utf-7", "UTF-7", "latin-1",
-            "iso-8859-1", "utf-16", "utf-16-le", "utf-32", "us-ascii", "cp1252", "bogus", ""]
+            "iso-8859-1", "utf-16", "utf-16-le", "utf-32", "us-ascii", "cp1252", "bogus",
+            "undefined", ""]
 ACCEPTS = ["application/json", "*/*", "text/html", "application/xml", "application/json; q=0",
            "application/vnd.oai.openapi", "application/vnd.oai.openapi+json",
            "text/html, */*;q=0.1", "application/json; version=2", ""]
@@ -49,10 +49,9 @@ def encoded(text: str, charset: str | None) -> bytes:
     """The body as a client declaring ``charset`` would send it."""
     name = (charset or "utf-8").strip('"')
     try:
-        codecs.lookup(name)
-    except LookupError:
-        name = "utf-8"
-    return text.encode(name, errors="replace")
+        return text.encode(name, errors="replace")
+    except (LookupError, UnicodeError):  # no such codec, or one that encodes nothing
+        return text.encode("utf-8")
 
 
 def requests_to(instances: list[str]) -> Any:
