@@ -14,14 +14,15 @@ when the instance moved on), ``idempotency_key`` (the same key answers the first
 result), ``lock_timeout``. A refused command raises
 :class:`~django_workflows.exceptions.WorkflowNotMoved` with a stable ``code``.
 ``execute(instance, engine.Cancel(reason="..."))`` gives any declared command.
+Every function here has an async twin for async views (``async_twins.py``):
+``await services.anext(instance, user=request.user)``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from .. import engine
-from ..models import WorkflowInstance
+from . import async_twins
+from .async_twins import *  # noqa: F403 - the a-twins, named once in async_twins.__all__
 from .attempts import (
     beat,
     claim_attempt,
@@ -34,6 +35,7 @@ from .commands import (
     InstanceRef,
     applies,
     applies_to_operations,
+    command,
     create,
     delete,
     execute,
@@ -63,23 +65,6 @@ from .sweep import SweepReport, sweep
 from .sweep_items import retry_set_aside
 
 COMMAND_NAMES = tuple(engine.ACTIONS)  # the commands offered as actions
-
-
-def command(instance: InstanceRef, name: str, *args: Any, **options: Any) -> WorkflowInstance:
-    """Give the declared command ``name``; what it takes (``reason``, ``value``) comes first
-    or by name, then the options of :class:`CommandOptions`."""
-    try:
-        declared = engine.COMMANDS[name]
-    except KeyError:
-        raise ValueError(f"Unknown command {name!r}; expected one of "
-                         f"{', '.join(engine.COMMANDS)}") from None
-    takes = declared.takes()
-    if len(args) > len(takes):
-        raise TypeError(f"{name}() takes {len(takes)} value(s) besides the instance: "
-                        f"{', '.join(takes) or 'none'}")
-    values = dict(zip(takes, args, strict=False))
-    values.update({key: options.pop(key) for key in takes if key in options})
-    return execute(instance, declared(**values), **options)
 
 
 __all__ = [
@@ -123,3 +108,4 @@ __all__ = [
     "update_state",
     "validate",
 ]
+__all__ += async_twins.__all__

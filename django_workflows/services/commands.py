@@ -72,6 +72,24 @@ def _takes(command: engine.Command) -> tuple[str, ...]:
     return command.takes() if isinstance(command, engine.PersonCommand) else ()
 
 
+def command(instance: InstanceRef, name: str, *args: Any, **options: Any) -> WorkflowInstance:
+    """Give the declared command ``name``; what it takes (``reason``, ``value``) comes first
+    or by name, then the options of :class:`CommandOptions`."""
+    try:
+        declared = engine.COMMANDS[name]
+    except KeyError:
+        raise ValueError(f"Unknown command {name!r}; expected one of "
+                         f"{', '.join(engine.COMMANDS)}") from None
+    takes = declared.takes()
+    if len(args) > len(takes):
+        raise TypeError(f"{name}() takes {len(takes)} value(s) besides the instance: "
+                        f"{', '.join(takes) or 'none'}")
+    values = dict(zip(takes, args, strict=False))
+    values.update({key: options.pop(key) for key in takes if key in options})
+    return execute(instance, declared(**values), **options)
+
+
+
 def id_of(instance: InstanceRef) -> str:
     """The id as the rows spell it (``str(row.pk)``); InstanceNotFound when it is no id."""
     if isinstance(instance, WorkflowInstance):
