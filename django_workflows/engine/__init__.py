@@ -51,6 +51,7 @@ from .commands import (
 )
 from .context import HookContext
 from .definition import Branch, Operation, Step, Task, Transition, Workflow
+from .durable import StepCall
 from .errors import (
     Cancelled,
     DefinitionError,
@@ -74,6 +75,14 @@ from .events import (
     EventName,
 )
 from .feedback import Feedback, feedback
+from .journal import (
+    JournalEntry,
+    JournalStore,
+    MemoryJournal,
+    ReplayMismatch,
+    Suspension,
+    WaitTimedOut,
+)
 from .outcome import (
     ClearDeadline,
     DeadlineKind,
@@ -89,6 +98,7 @@ from .outcome import (
     changed_nodes,
 )
 from .reserved import reserved_keys
+from .rules.tasks import task_of
 from .schema import FieldError, check_state, validate_state
 from .slots import Limit, Rate, Slot
 from .snapshot import (
@@ -160,8 +170,11 @@ __all__ = [
     "HookContext",
     "Input",
     "InvalidState",
+    "JournalEntry",
+    "JournalStore",
     "KeptSignal",
     "Limit",
+    "MemoryJournal",
     "MigrationRequired",
     "Next",
     "Operation",
@@ -178,6 +191,7 @@ __all__ = [
     "Rate",
     "ReceiveSignal",
     "Release",
+    "ReplayMismatch",
     "Resume",
     "Retry",
     "Rewind",
@@ -195,7 +209,9 @@ __all__ = [
     "Standing",
     "Start",
     "Step",
+    "StepCall",
     "StopAttempt",
+    "Suspension",
     "TakeSignal",
     "Task",
     "TaskSnapshot",
@@ -205,6 +221,7 @@ __all__ = [
     "Validate",
     "Verdict",
     "WaitSnapshot",
+    "WaitTimedOut",
     "Work",
     "Workflow",
     "WorkflowError",
@@ -224,6 +241,7 @@ __all__ = [
     "new_instance",
     "plain_json",
     "reserved_keys",
+    "task_of",
     "to_json",
     "unclaimed_tokens",
     "validate_state",

@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from . import durable
 from .bounds import FLUSH_LINES, MAX_LOGS
 from .commands import AttemptOutcome
 from .context import HookContext, resolve
-from .definition import Branch, Operation, Step, Workflow, in_seconds
+from .definition import Branch, Operation, Step, Task, Workflow, in_seconds
 from .errors import (
     Cancelled,
     OperationBlockedError,
@@ -25,6 +27,7 @@ from .errors import (
     error_message,
     error_name,
 )
+from .journal import JournalStore, ReplayMismatch, Suspend, Suspension
 from .messages import CANCELLED, missing_key, operation_timed_out, step_hook
 from .snapshot import (
     AttemptKind,
@@ -106,15 +109,23 @@ def find_work(definitions: dict[str, Workflow], root: WorkflowSnapshot, token: s
 
 
 class OperationContext(HookContext):
-    """What ``Operation.run(ctx)`` receives: progress, logs, children, blocking."""
+    """What ``Operation.run(ctx)`` receives: progress, logs, children, blocking, and
+    durable code (``step``, ``sleep``, ``sleep_until``, ``wait_for_signal``, ``ask``)."""
 
     def __init__(self, *, sink: AttemptSink, attempt: int, snapshot: WorkflowSnapshot,
                  workflow: str, step: str | None, user: Any = None,
                  timeout: float | None = None, flush_interval: float = 1.0,
-                 max_logs: int = MAX_LOGS, parent: OperationContext | None = None) -> None:
+                 max_logs: int = MAX_LOGS, parent: OperationContext | None = None,
+                 replay: durable.Replay | None = None) -> None:
         super().__init__(state=snapshot.state, instance_id=snapshot.id, workflow=workflow,
                          step=step, user=user, stop_reason=self._reason)
         self._parent = parent
+        # ``ctx.step``: the step's id, as a hook's, that is also durable code's call.
+        self.step: durable.StepCall = durable.StepCall(step or "", self)
+        # A child's steps are the same journal's, at the positions that follow.
+        self.replay: durable.Replay = replay or (
+            parent.replay if parent is not None
+            else durable.Replay(None, None, woken=None, durable=False, operation=None))
         self.attempt = attempt
         self.children: list[OperationSnapshot] = []
         self.last_progress: Progress | None = None
@@ -189,13 +200,91 @@ class OperationContext(HookContext):
         """Stop: the workflow is ``blocked`` with ``message`` until the state changes."""
         raise OperationBlockedError(message)
 
-    def sleep(self, seconds: float) -> None:
-        """Wait, but stop at once (raising) when the work is told to stop."""
+    def now(self) -> float:
+        return self._sink.now()
+
+    def pause(self, seconds: float) -> None:
+        """Wait in this worker, but stop at once (raising) when the work is told to stop."""
         end = self._sink.now() + seconds
         while (left := end - self._sink.now()) > 0:
             self.check_cancelled()
             self._sink.sleep(min(left, 0.2))
         self.check_cancelled()
+
+    # -- durable code (engine/durable.py; docs/durable-code.md) -------------------------
+
+    def run_step(self, name: str, fn: Callable[..., Any], /, *args: Any, retries: int = 0,
+                 retry_delay: float = 1.0, backoff: float = 2.0, **kwargs: Any) -> Any:
+        """``ctx.step(name, fn, ...)``: see :class:`~.durable.StepCall`."""
+        if self._closed:
+            raise StaleOperation()
+        if durable.in_event_loop():
+            return durable.astep(self, name, fn, args, kwargs, retries, retry_delay, backoff)
+        return durable.step(self, name, fn, args, kwargs, retries, retry_delay, backoff)
+
+    def sleep(self, duration: float | timedelta) -> Any:
+        """Wait ``duration``. Durable code waits without its worker (the attempt ends,
+        and the next one replays to here); other code waits in the worker, stopping
+        at once (raising) when the work is told to stop."""
+        seconds = durable.seconds_of(duration, "ctx.sleep")
+        if not self.replay.durable:
+            return self.pause(seconds)
+        return self.sleep_until(self.now() + seconds)
+
+    def sleep_until(self, when: datetime | float) -> Any:
+        """Durable code: wait without a worker until ``when`` (an aware datetime)."""
+        until = durable.until_of(when, "ctx.sleep_until")
+        return self._answer(lambda: durable.wait(
+            self, "sleep", "sleep", lambda at: Suspension("timer", at, "sleep", until),
+            lambda value: None))
+
+    def wait_for_signal(self, name: str, *, timeout: float | timedelta | None = None) -> Any:
+        """Durable code: wait without a worker for the operation's signal ``name``; its
+        payload. Past ``timeout`` (default: the signal's own), raise ``WaitTimedOut``
+        (or return None, with the signal's ``on_timeout="continue"``)."""
+        operation = self.replay.operation
+        declared = operation.signal(name) if operation is not None else None
+        if declared is None:
+            raise ValueError(f'Operation "{operation.id if operation else ""}" declares no '
+                             f'signal "{name}": add Signal("{name}", ...) to its signals')
+        seconds = in_seconds(declared.timeout) if timeout is None \
+            else durable.seconds_of(timeout, "ctx.wait_for_signal timeout")
+        until = self.now() + seconds if seconds else None
+        return self._answer(lambda: durable.wait(
+            self, "signal", name, lambda at: Suspension("signal", at, name, until),
+            durable.signal_value(name, declared.on_timeout)))
+
+    def ask(self, task: Task) -> Any:
+        """Durable code: open ``task`` for a person and wait without a worker; the
+        decision (a ``task.form`` model instance when the form is a pydantic model)."""
+        title = task.title or (self.replay.operation.title if self.replay.operation else "")
+        return self._answer(lambda: durable.wait(
+            self, "task", title or "task",
+            lambda at: Suspension("task", at, title or "task",
+                                  task=durable.task_spec(self, task)),
+            durable.decision_of(task)))
+
+    def patched(self, patch: str) -> Any:
+        """Whether this run of durable code takes the new path of a change named ``patch``:
+        True for a run that reaches here after the change (recorded in its journal), False
+        for the replay of one that passed here before it. ``if ctx.patched("per-line"):
+        new code else: old code``, until no run from before the change is left."""
+        return self._answer(lambda: self.replay.patched(patch))
+
+    def _answer(self, call: Callable[[], Any]) -> Any:
+        """``call()``, or, in ``async def`` code, an awaitable of it (the journal is read
+        in a thread: a database is not used from an event loop)."""
+        if self._closed:
+            raise StaleOperation()
+        if not durable.in_event_loop():
+            return call()
+
+        async def answer() -> Any:
+            import asyncio
+
+            await asyncio.to_thread(self.replay.load)
+            return await asyncio.to_thread(call) if self.replay.woken else call()
+        return answer()
 
     def wait_for(self, awaitable: Any) -> Any:
         """Wait for a callable or awaitable with the operation shown as ``waiting``."""
@@ -218,7 +307,7 @@ class OperationContext(HookContext):
         for attempt in range(1, operation.max_attempts + 1):
             self.check_cancelled()
             if attempt > 1:
-                self.sleep(operation.delay_before(attempt))
+                self.pause(operation.delay_before(attempt))
             now = self._sink.now()
             child = OperationContext(
                 sink=self._sink, attempt=attempt, snapshot=self._snapshot,
@@ -227,7 +316,7 @@ class OperationContext(HookContext):
                 max_logs=operation.max_logs, parent=self)
             try:
                 value = run_user_code(operation.run, child)
-            except (OperationBlockedError, Cancelled):
+            except (OperationBlockedError, Cancelled, ReplayMismatch):
                 child.close()
                 raise
             except Exception as error:
@@ -261,22 +350,32 @@ def _failure(error: BaseException, what: str) -> ErrorInfo:
     return ErrorInfo(error_name(error), missing_key(what, error) or error_message(error))
 
 
-def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: float = 1.0
-            ) -> AttemptOutcome:
-    """Run the work of one attempt and say how it ended. Never raises for user errors."""
+def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: float = 1.0,
+            journal: JournalStore | None = None) -> AttemptOutcome:
+    """Run the work of one attempt and say how it ended. Never raises for user errors.
+
+    ``journal``: where the operation's durable code keeps its steps (in memory if None).
+    """
     snapshot = work.snapshot
     if work.kind == "operation":
         assert work.operation is not None
         operation = work.operation
         current = snapshot.operation(operation.id)
+        replay = durable.Replay(journal, current.journal if current else None,
+                                woken=current.woken if current else None,
+                                durable=operation.durable, operation=operation)
         ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
                                workflow=work.definition.id,
                                step=current.step if current else None, user=user,
                                timeout=in_seconds(operation.timeout),
                                flush_interval=flush_interval,
-                               max_logs=operation.max_logs)
+                               max_logs=operation.max_logs, replay=replay)
         try:
             value = run_user_code(operation.run, ctx)
+        except Suspend as suspended:
+            ctx.close()
+            return AttemptOutcome(ok=False, suspension=suspended.suspension,
+                                  logs=tuple(ctx.logs), progress=ctx.last_progress)
         except Exception as error:
             ctx.close()
             failure = _failure(error, f'The operation "{operation.id}"')

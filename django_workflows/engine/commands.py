@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Literal, get_args, get_origin, get_type_hints
 
 from .errors import OperationBlockedError
 from .held import HELD
+from .journal import ReplayMismatch, Suspension
 from .outcome import DeadlineKind
 from .rules import deadlines, navigation, recovery, results, saga, tasks
 from .rules import waits as waiting
@@ -343,10 +344,17 @@ class AttemptOutcome:
     children: tuple[OperationSnapshot, ...] = ()
     logs: tuple[str, ...] = ()
     progress: Progress | None = None
+    # Its durable code waits (engine/journal.py): the attempt ended to wait for this.
+    suspension: Suspension | None = None
 
     @property
     def blocked(self) -> bool:
         return self.error is not None and self.error.name == OperationBlockedError.__name__
+
+    @property
+    def replay_mismatch(self) -> bool:
+        """It failed because its code changed under its journal: no retry can mend that."""
+        return self.error is not None and self.error.name == ReplayMismatch.__name__
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> AttemptOutcome:
@@ -355,7 +363,9 @@ class AttemptOutcome:
                    error=ErrorInfo(**error) if error else None,
                    children=tuple(operation_from_json(c) for c in data.get("children") or ()),
                    logs=tuple(data.get("logs") or ()),
-                   progress=Progress(**progress) if progress else None)
+                   progress=Progress(**progress) if progress else None,
+                   suspension=Suspension.from_json(data["suspension"])
+                   if data.get("suspension") else None)
 
 
 @dataclass(frozen=True)

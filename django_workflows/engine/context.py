@@ -70,8 +70,13 @@ class HookContext:
         if reason is not None:
             raise Cancelled(reason)
 
+    @property
+    def step_id(self) -> str | None:
+        """The id of the step the hook runs for (``ctx.step`` is the same)."""
+        return None if self.step is None else str(self.step)
+
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.workflow} {self.instance_id} step={self.step}>"
+        return f"<{type(self).__name__} {self.workflow} {self.instance_id} step={self.step_id}>"
 
 
 def resolve(value: Any) -> Any:

@@ -10,12 +10,15 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from .bounds import MAX_LOGS
 from .errors import DefinitionError
 from .schema import check_schema
 from .slots import Limit, Rate, check_limits
+
+if TYPE_CHECKING:
+    from .waits import Signal
 
 Hook = Callable[..., Any]
 Seconds = float | int | timedelta
@@ -59,6 +62,12 @@ class Operation:
     ``retries`` counts extra attempts (``retries=3``: at most 4 attempts). The
     delay before attempt ``n + 1`` is ``retry_delay * backoff ** (n - 1)``,
     capped at ``max_retry_delay``.
+
+    ``durable=True``: its code is durable (``docs/durable-code.md``): it may wait with
+    ``ctx.sleep``, ``ctx.sleep_until``, ``ctx.wait_for_signal`` and ``ctx.ask`` without
+    holding a worker, and an attempt whose worker died is retried by itself (its journaled
+    steps do not run again). ``signals``: the signals its code waits for, with their
+    senders, schema and correlation, as a step's ``wait=Signal(...)`` declares them.
     """
 
     id: str
@@ -79,10 +88,13 @@ class Operation:
     # Held back until a slot is free: at most ``max`` running per key, ``limit`` per window.
     concurrency: Limit | None = field(default=None, kw_only=True)
     rate: Rate | None = field(default=None, kw_only=True)
+    durable: bool = field(default=False, kw_only=True)
+    signals: Sequence[Signal] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
         _check_id(self.id, "Operation")
         what = f'Operation "{self.id}"'
+        self._check_durable(what)
         _check_callable(self.run, f"{what}: run", required=True)
         _check_callable(self.rollback, f"{what}: rollback")
         check_limits(self.concurrency, self.rate, what)
@@ -102,6 +114,31 @@ class Operation:
         set_(self, "metadata", dict(self.metadata or {}))
         set_(self, "children", tuple(self.children))
         set_(self, "title", self.title or self.id)
+
+    def _check_durable(self, what: str) -> None:
+        from .waits import Signal  # waits.py builds on this module
+
+        if not isinstance(self.durable, bool):
+            raise DefinitionError(f"{what}: durable must be True or False, not "
+                                  f"{self.durable!r}")
+        signals = tuple(self.signals or ())
+        names = set()
+        for signal in signals:
+            if not isinstance(signal, Signal):
+                raise DefinitionError(f"{what}: signals must be Signal(...), not {signal!r}")
+            signal.check(what)
+            if signal.name in names:
+                raise DefinitionError(f'{what}: the signal "{signal.name}" is declared twice',
+                                      "duplicate_id")
+            names.add(signal.name)
+        if signals and not self.durable:
+            raise DefinitionError(f"{what}: only durable code waits for signals: give it "
+                                  "durable=True")
+        object.__setattr__(self, "signals", signals)
+
+    def signal(self, name: str) -> Signal | None:
+        """The signal ``name`` its durable code may wait for (None if undeclared)."""
+        return next((s for s in self.signals if s.name == name), None)
 
     @property
     def max_attempts(self) -> int:
@@ -385,7 +422,9 @@ class Workflow:
                         f'{what}: step "{step.id}": duplicate operation id "{operation.id}"',
                         "duplicate_id")
                 operations[operation.id] = operation
-        _check_fan_outs(steps, what)
+        set_ = object.__setattr__
+        set_(self, "steps", steps)
+        _check_fan_outs(self.signal_waits(), what)
         for name in ("migrate", "exit_guard", "analytics", "on_observer_error", "permission"):
             _check_callable(getattr(self, name), f"{what}: {name}")
         for flag in ("nested_only", "reopen_completed"):
@@ -395,8 +434,6 @@ class Workflow:
         if self.initial is not None and not callable(self.initial) and not isinstance(
                 self.initial, Mapping):
             raise DefinitionError(f"{what}: initial must be a dict or a callable returning one")
-        set_ = object.__setattr__
-        set_(self, "steps", steps)
         set_(self, "transitions", transitions)
         set_(self, "steps_by_id", steps_by_id)
         set_(self, "operations_by_id", operations)
@@ -427,6 +464,19 @@ class Workflow:
         value = self.initial() if callable(self.initial) else copy.deepcopy(self.initial)
         return dict(value)
 
+    def signal_waits(self, name: str | None = None) -> list[tuple[str, Signal]]:
+        """Where the workflow waits for signals (``name``'s alone, if given): (step id,
+        declaration) of each step's ``wait=Signal(...)`` and each signal its operations'
+        durable code declares (under the operation's step)."""
+        found: list[tuple[str, Signal]] = []
+        for step in self.steps:
+            wait = step.wait
+            if wait is not None and wait.kind == "signal":
+                found.append((step.id, cast("Signal", wait)))
+            found += [(step.id, signal) for operation in step.operations
+                      for signal in operation.signals]
+        return [(step, signal) for step, signal in found if name in (None, signal.name)]
+
     def find_operation(self, operation_id: str) -> Operation | None:
         """An operation of any step, or a declared child of one."""
         found = self.operations_by_id.get(operation_id)
@@ -439,14 +489,12 @@ class Workflow:
         return None
 
 
-def _check_fan_outs(steps: Iterable[Step], what: str) -> None:
-    """The steps that wait for one signal agree on its fan-out: a delivery reaches a
-    workflow's instances one way, whichever step they wait in."""
+def _check_fan_outs(waits: Iterable[tuple[str, Signal]], what: str) -> None:
+    """The waits for one signal agree on its fan-out: a delivery reaches a workflow's
+    instances one way, whichever step they wait in."""
     declared: dict[str, str] = {}
-    for step in steps:
-        if step.wait is None or step.wait.kind != "signal":
-            continue
-        name, fan_out = getattr(step.wait, "name"), getattr(step.wait, "fan_out")  # noqa: B009
+    for _, signal in waits:
+        name, fan_out = signal.name, signal.fan_out
         if declared.setdefault(name, fan_out) != fan_out:
             raise DefinitionError(f'{what}: the steps that wait for signal "{name}" declare '
                                   f'fan_out "{declared[name]}" and "{fan_out}": give them one',

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 WorkflowStatus = Literal["idle", "running", "blocked", "failed", "cancelled", "completed",
                          "rolling-back", "paused"]
 OperationStatus = Literal["idle", "queued", "running", "waiting", "blocked", "retrying",
-                          "succeeded", "failed", "cancelled", "skipped"]
+                          "suspended", "succeeded", "failed", "cancelled", "skipped"]
 BranchStatus = Literal["running", "succeeded", "failed", "cancelled"]
 AttemptKind = Literal["operation", "branch", "compensation"]  # what an attempt's token names
 
@@ -30,7 +30,8 @@ MOVING: tuple[WorkflowStatus, ...] = ("running", "blocked")
 # Started and not finished, nor idle again: the instances an operator watches.
 ACTIVE: tuple[WorkflowStatus, ...] = ("running", "blocked", "failed", "rolling-back",
                                       "paused")
-IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying"})
+# "suspended": its durable code waits (a timer, a signal, a task) with no attempt out.
+IN_FLIGHT = frozenset({"queued", "running", "waiting", "retrying", "suspended"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,12 @@ class OperationSnapshot:
     logs: tuple[str, ...] = ()
     token: str | None = None  # the attempt that may report a result now
     retry_at: float | None = None  # when a waiting operation tries again
+    # Durable code (engine/journal.py): the key of its journal, kept across its attempts;
+    # what ended its last wait, for the next attempt's replay ({"position", "kind",
+    # "name", "value", "timed_out"}); how many entries its journal held when it suspended.
+    journal: str | None = None
+    woken: Mapping[str, Any] | None = None
+    journaled: int = 0
 
     @property
     def in_flight(self) -> bool:
@@ -188,6 +195,11 @@ class TaskSnapshot:
     due_at: float | None = None
     overdue: bool = False
     completed_at: float | None = None
+    # Asked by an operation's durable code (``ctx.ask``): its id, the journal's position
+    # that waits, and the task as the code gave it (its form's JSON Schema, ``show``).
+    operation: str | None = None
+    position: int | None = None
+    asked: Mapping[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -208,6 +220,10 @@ class WaitSnapshot:
     correlation: str | None = None
     until: float | None = None
     arrived: float | None = None  # when the signal or the time came: the step may move on
+    # Set when an operation's durable code waits (not the step): its id, and the position
+    # of the journal's entry that waits.
+    operation: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from ..engine import (
     Env,
     Event,
     KeptSignal,
+    MemoryJournal,
     Next,
     Outcome,
     Pause,
@@ -135,6 +136,7 @@ class LocalExecutor:
         self.live: dict[str, LiveAttempt] = {}  # claimed attempts not yet finished
         self.deadlines: dict[tuple[str, str], SetDeadline] = {}  # by (token, kind)
         self.observer_errors: list[BaseException] = []
+        self.journal = MemoryJournal()  # durable code's steps, by journal
         # Signals kept for a step that does not wait yet: (signal, name, instance, correlation).
         self.kept: list[tuple[KeptSignal, str, str | None, str | None]] = []
         self._busy = False  # work runs only from the outermost command
@@ -257,7 +259,7 @@ class LocalExecutor:
             outcome = AttemptOutcome(ok=False)
         else:
             outcome = execute(live.work, _Sink(self, live), user=self.user,
-                              flush_interval=flush_interval)
+                              flush_interval=flush_interval, journal=self.journal)
         del self.live[token]
         return self.command(live.run.instance_id, AttemptFinished(token, outcome))
 

@@ -22,7 +22,7 @@ from ..messages import (
 )
 from ..outcome import ClearDeadline, SetDeadline
 from ..snapshot import MOVING, BranchSnapshot, ErrorInfo, OperationSnapshot, StoppingAttempt
-from . import saga
+from . import durable, saga
 from .work import put_branch, put_operation, queue_attempt
 
 if TYPE_CHECKING:
@@ -95,6 +95,11 @@ def operation_finished(c: Change, operation: OperationSnapshot, outcome: Attempt
     logs = (*operation.logs, *outcome.logs)[-keep:] if keep else ()
     if definition is not None and definition.timeout:
         c.effect(ClearDeadline(c.snap.id, operation.token or ""))
+    if outcome.suspension is not None and definition is not None:
+        durable.suspend(c, replace(operation, logs=logs,
+                                   progress=outcome.progress or operation.progress),
+                        definition, outcome.suspension)
+        return
     if outcome.ok:
         put_operation(c, replace(operation, status="succeeded", result=outcome.value,
                                  error=None, completed_at=c.env.now, token=None,
@@ -116,7 +121,8 @@ def operation_finished(c: Change, operation: OperationSnapshot, outcome: Attempt
         c.end_step_run()
         c.set(status="blocked", errors=(error.message,))
         return
-    if definition is not None and operation.attempt < definition.max_attempts:
+    if (definition is not None and operation.attempt < definition.max_attempts
+            and not outcome.replay_mismatch):  # its code changed: a retry fails the same
         retry_operation(c, operation, definition)
         return
     operation_failed(c, operation)
@@ -202,6 +208,12 @@ def attempt_interrupted(c: Change, command: AttemptInterrupted) -> None:
         return
     if kind == "operation":
         error = ErrorInfo("OperationInterruptedError", INTERRUPTED_OPERATION)
+        definition = c.definition.find_operation(owner.id)
+        if (definition is not None and definition.durable
+                and owner.attempt < definition.max_attempts):
+            # Durable code replays without running its journaled steps again: retried.
+            retry_operation(c, replace(owner, error=error), definition)
+            return
         put_operation(c, replace(owner, status="failed", error=error, token=None,
                                  completed_at=c.env.now))
         c.emit("operation-failed", step=owner.step, operation=owner.id, error=error.message)

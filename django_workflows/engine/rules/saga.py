@@ -27,7 +27,7 @@ from ..snapshot import (
     WorkflowSnapshot,
 )
 from .waits import end_wait
-from .work import add_stopping, cancel_task, still_stopping
+from .work import add_stopping, cancel_task, still_stopping, stop_work
 
 if TYPE_CHECKING:
     from ..commands import AttemptOutcome, Rollback
@@ -48,7 +48,7 @@ def rollback(c: Change, command: Rollback | None = None) -> None:
         return
     if c.snap.status == "idle" and not c.snap.history and not c.snap.operations:
         raise Refused("not_started", f"{c.name} has not started")
-    if any(node.work_in_flight for node in c.snap.tree()):
+    if any(_busy(node, waiting_ends=node is c.snap) for node in c.snap.tree()):
         raise Refused("work_in_progress",
                       f"{c.name} has work in progress; cancel it before rolling back")
     c.checked()
@@ -63,7 +63,17 @@ def rollback(c: Change, command: Rollback | None = None) -> None:
     end_wait(c)
     c.set(status="rolling-back", errors=(), rollback=plan)
     c.emit("rollback", step=c.snap.current_step, phase="started")
+    if c.snap.work_in_flight:  # durable code that waits: it ends, as a task does
+        stop_work(c, "Rolled back")
     continue_rollback(c)
+
+
+def _busy(node: WorkflowSnapshot, *, waiting_ends: bool) -> bool:
+    """Work out that a rollback must not start beside; ``waiting_ends``: the instance's own
+    durable code that waits (no worker runs it) is not, the rollback ends it."""
+    return (any(op.in_flight and not (waiting_ends and op.status == "suspended")
+                for op in node.operations)
+            or any(b.status == "running" for b in node.parallel))
 
 
 def build_plan(c: Change) -> RollbackPlan:

@@ -16,12 +16,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..change import Change
-from ..definition import Step
+from ..definition import Task, Workflow
 from ..errors import Refused
 from ..messages import step_hook
 from ..outcome import ClearDeadline
 from ..schema import FieldError, check_state, validate_state
 from ..snapshot import MOVING, TaskSnapshot
+from . import durable
 from .steps import leave_current, normalise_errors, validate_current
 from .work import put_task
 
@@ -67,9 +68,15 @@ def complete(c: Change, command: Complete) -> None:
         raise Refused("task_claimed", f'"{task.title}" is claimed by someone else')
     if command.input is None:
         c.checked()  # asked without an input: all but the input allows it
+    if task.operation is not None:  # asked by an operation's durable code
+        value = check_input(task_of(c.definition, task), command.input)
+        c.checked()
+        close_task(c, task, value)
+        durable.decided(c, task, value)
+        return
     step = c.definition.step(task.step)
     assert step.task is not None
-    value = check_input(step, command.input)
+    value = check_input(step.task, command.input)
     if step.task.merge is not None:  # the definition's code: a raise is a hook's failure
         merged = c.run_hook(step.task.merge, dict(c.snap.state), value, step=step.id,
                             what=step_hook("merge", step.id))
@@ -85,22 +92,44 @@ def complete(c: Change, command: Complete) -> None:
         c.snap = before  # refused: nothing changes
         raise Refused("validation_failed", "; ".join(errors))
     c.checked()
-    put_task(c, replace(task, status="done", claimed_by=task.claimed_by or c.env.actor,
-                        completed_by=c.env.actor, input=value, completed_at=c.env.now))
-    if task.due_at is not None and not task.overdue:
-        c.effect(ClearDeadline(c.snap.id, task.id))
-    c.emit("task-complete", step=task.step, task=task.id, input=value)
+    close_task(c, task, value)
     validate_current(c)
     leave_current(c)
 
 
-def check_input(step: Step, value: Any) -> dict[str, Any]:
+def close_task(c: Change, task: TaskSnapshot, value: dict[str, Any]) -> None:
+    """The task is done, with ``value`` decided by the actor."""
+    put_task(c, replace(task, status="done", claimed_by=task.claimed_by or c.env.actor,
+                        completed_by=c.env.actor, input=value, completed_at=c.env.now))
+    if task.due_at is not None and not task.overdue:
+        c.effect(ClearDeadline(c.snap.id, task.id))
+    data: dict[str, Any] = {"input": value}
+    if task.operation is not None:
+        data["operation"] = task.operation
+    c.emit("task-complete", step=task.step, task=task.id, **data)
+
+
+def task_of(definition: Workflow, task: TaskSnapshot) -> Task | None:
+    """The :class:`Task` an open task stands for: its step's, or the one an operation's
+    durable code asked (its form as JSON Schema)."""
+    if task.asked is not None:
+        asked = task.asked
+        show = asked.get("show") or None
+        return Task(asked.get("form") or {"type": "object"}, title=task.title,
+                    candidates=tuple(asked.get("candidates") or ()),
+                    escalate_to=tuple(asked.get("escalate_to") or ()),
+                    exclude_owner=bool(asked.get("exclude_owner")),
+                    show=tuple(show) if show and isinstance(show[0], str) else None)
+    step = definition.steps_by_id.get(task.step)
+    return step.task if step is not None else None
+
+
+def check_input(task: Task | None, value: Any) -> dict[str, Any]:
     """The input as the task's form takes it, or Refused("invalid_input") naming each field."""
-    assert step.task is not None
     if not isinstance(value, dict):
         raise Refused("invalid_input", "The input must be a JSON object",
                       [FieldError("", "expected an object")])
-    problems = validate_state(step.task.form, value)
+    problems = validate_state(task.form if task is not None else None, value)
     if problems:
         raise Refused("invalid_input", "; ".join(map(str, problems)), problems)
     return value
@@ -111,8 +140,8 @@ def task_due(c: Change, token: str) -> None:
     task = c.snap.open_task
     if task is None or task.id != token or task.overdue:
         raise Refused("stale_deadline", "The task is no longer due")
-    step = c.definition.step(task.step)
-    escalated = tuple(step.task.escalate_to) if step.task is not None else ()
+    defined = task_of(c.definition, task)
+    escalated = tuple(defined.escalate_to) if defined is not None else ()
     candidates = (*task.candidates, *(e for e in escalated if e not in task.candidates))
     put_task(c, replace(task, overdue=True, candidates=candidates),
              candidates_changed=candidates != task.candidates)

@@ -26,6 +26,7 @@ from ..outcome import ClearDeadline, SetDeadline, TakeSignal
 from ..schema import check_state
 from ..snapshot import MOVING, WaitSnapshot
 from ..waits import Signal, Timer
+from . import durable
 
 if TYPE_CHECKING:
     from ..commands import ReceiveSignal
@@ -86,6 +87,17 @@ def receive(c: Change, command: ReceiveSignal) -> None:
             or (command.correlation is not None and waiting.correlation != command.correlation)):
         raise Refused("not_waiting", f'{c.name} is not waiting for the signal '
                                      f'"{command.signal}"')
+    if waiting.operation is not None:  # an operation's durable code waits for it
+        signal = _operation_signal(c, waiting)
+        refusal = durable.payload_refusal(signal, command.payload)
+        if refusal is not None:
+            raise refusal
+        c.checked()
+        if command.signal_id is not None:
+            c.effect(TakeSignal(c.snap.id, command.signal_id))
+        durable.signal_came(c, signal, command.payload, message_id=command.message_id,
+                            sender=command.sender)
+        return
     wait = c.definition.step(waiting.step).wait
     assert isinstance(wait, Signal)
     state = state_with(c, wait, command.payload)
@@ -126,11 +138,24 @@ def arrive(c: Change, wait: Signal, state: dict[str, Any], *, message_id: str | 
     c.unsettled = True  # rules/steps.py: advance moves the step on
 
 
+def _operation_signal(c: Change, waiting: WaitSnapshot) -> Signal:
+    operation = c.definition.find_operation(waiting.operation or "")
+    signal = operation.signal(waiting.name or "") if operation is not None else None
+    if signal is None:
+        raise Refused("not_waiting", f'{c.name} no longer declares the signal "{waiting.name}"')
+    return signal
+
+
 def signal_timeout_due(c: Change, token: str) -> None:
     waiting = c.snap.waiting
     if (waiting is None or waiting.token != token or waiting.arrived is not None
             or c.snap.status not in MOVING):
         raise Refused("stale_deadline", "The signal is no longer awaited")
+    if waiting.operation is not None:  # the code goes on, told that it timed out
+        c.emit("signal-timeout", step=waiting.step, signal=waiting.name,
+               operation=waiting.operation)
+        durable.wake(c, waiting, None, timed_out=True)
+        return
     wait = c.definition.step(waiting.step).wait
     assert isinstance(wait, Signal)
     c.emit("signal-timeout", step=waiting.step, signal=wait.name,
@@ -150,6 +175,10 @@ def timer_due(c: Change, token: str) -> None:
     if (waiting is None or waiting.token != token or waiting.arrived is not None
             or c.snap.status not in MOVING):  # a failed one waits for retry
         raise Refused("stale_deadline", "The timer is no longer set")
+    if waiting.operation is not None:  # an operation's code slept: it goes on
+        c.emit("timer-fire", step=waiting.step, due=waiting.until, operation=waiting.operation)
+        durable.wake(c, waiting, None)
+        return
     c.set(waiting=replace(waiting, arrived=c.env.now))
     c.emit("timer-fire", step=waiting.step, due=waiting.until)
     c.unsettled = True
@@ -158,8 +187,8 @@ def timer_due(c: Change, token: str) -> None:
 def refuse_next_while_waiting(c: Change) -> None:
     """``next`` may not jump a wait: only the signal or the time moves the step on."""
     waiting = c.snap.waiting
-    if waiting is None or waiting.arrived is not None:
-        return
+    if waiting is None or waiting.arrived is not None or waiting.operation is not None:
+        return  # an operation's wait: the operation in flight refuses it
     if waiting.kind == "signal":
         raise Refused("signal_awaited", f'Workflow step "{waiting.step}" waits for the signal '
                                         f'"{waiting.name}"')

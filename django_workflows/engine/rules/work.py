@@ -66,8 +66,9 @@ def queue_attempt(c: Change, operation: OperationSnapshot, definition: Operation
     slot = slot_of(c, definition.concurrency, definition.rate, operation.step,
                    f'operation "{operation.id}"')
     token = token or c.new_token()
+    # Its first token names its journal (durable code) for all its attempts.
     put_operation(c, replace(operation, status="queued", attempt=attempt, token=token,
-                             retry_at=None))
+                             retry_at=None, journal=operation.journal or token))
     c.emit("operation-queued", step=operation.step, operation=operation.id, attempt=attempt)
     c.effect(RunAttempt(c.snap.id, token, "operation", operation.id, attempt,
                         in_seconds(definition.timeout), slot))
@@ -86,7 +87,10 @@ def hand_out_operation(c: Change, step: Step) -> bool:
         if operation is not None and operation.status in DONE:
             continue
         if operation is None or not operation.in_flight:
-            queue_attempt(c, new_operation_snapshot(definition, step.id), definition, 1)
+            fresh = new_operation_snapshot(definition, step.id)
+            if operation is not None:  # run again in the same stay (retry): its durable
+                fresh = replace(fresh, journal=operation.journal)  # code goes on from there
+            queue_attempt(c, fresh, definition, 1)
         return True
     return False
 
@@ -168,6 +172,10 @@ def stop_work(c: Change, reason: str, *, step: str | None = None,
             c.effect(StopAttempt(c.snap.id, operation.token, reason))
         elif operation.status == "waiting" and operation.token:
             c.effect(ClearDeadline(c.snap.id, operation.token))
+        elif operation.status == "suspended":  # its code waits: the wait ends too
+            from .durable import end_wait_of  # durable.py builds on this module
+
+            end_wait_of(c, operation, reason)
         put_operation(c, replace(operation, status="cancelled", token=None, retry_at=None,
                                  completed_at=c.env.now, error=ErrorInfo(error_name, reason)))
         c.emit("operation-cancelled", step=operation.step, operation=operation.id,
