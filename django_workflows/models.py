@@ -483,6 +483,9 @@ class WorkflowTask(models.Model):
     # that one index serves on every database (a NULL's place in an order is not portable).
     rank = models.PositiveSmallIntegerField(default=1)  # 0: overdue, 1: not yet
     due_sort = models.DateTimeField(default=NEVER_DUE)
+    # Asked by an operation's durable code (``ctx.ask``): the task as the code gave it
+    # (its form's JSON Schema, ``show``); a step's task has its step's definition.
+    asked = models.JSONField(null=True, blank=True)
 
     INBOX_ORDER = ("rank", "due_sort", "created_at", "id")
 
@@ -498,6 +501,38 @@ class WorkflowTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.get_status_display().lower()})"
+
+
+class JournalEntry(models.Model):
+    """One step or wait of an operation's durable code (``engine/journal.py``).
+
+    ``journal`` names one run of an operation, across its attempts. The worker writes
+    a step's row as the step returns (one statement, outside the instance's lock), and
+    a replay reads them all back at once.
+    """
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE,
+                                 related_name="journal_entries")
+    journal = models.CharField(max_length=64)
+    operation = models.CharField(max_length=200)
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=10, default="step")  # step, sleep, signal, task
+    value = models.JSONField(null=True, blank=True)
+    tries = models.PositiveIntegerField(default=1)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(default=timezone.now)
+    token = models.CharField(max_length=64, blank=True, default="")  # the attempt's
+
+    class Meta:
+        verbose_name = _("journal entry")
+        verbose_name_plural = _("journal entries")
+        constraints = [models.UniqueConstraint(fields=["journal", "position"],
+                                               name="dwf_journal_position")]
+        indexes = [models.Index(fields=["instance", "journal"], name="dwf_journal_instance")]
+
+    def __str__(self) -> str:
+        return f"{self.operation} #{self.position} {self.kind} {self.name}"
 
 
 class TaskCandidate(models.Model):

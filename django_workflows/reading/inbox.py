@@ -46,7 +46,11 @@ def shown_for(task: WorkflowTask, instance: WorkflowInstance, user: Any = None) 
     that raises is logged and shown as one line saying so, never a 500."""
     definition = registry.find(task.workflow)
     step = definition.steps_by_id.get(task.step) if definition is not None else None
-    if definition is None or step is None or step.task is None or step.task.show is None:
+    defined = step.task if step is not None else None
+    if task.asked is not None and definition is not None:  # asked by durable code
+        defined = engine.task_of(definition, engine.TaskSnapshot(
+            id=str(task.pk), step=task.step, title=task.title, asked=task.asked))
+    if definition is None or defined is None or defined.show is None:
         return []
     ctx = engine.HookContext(state=instance.state or {}, instance_id=str(instance.pk),
                              workflow=task.workflow, step=task.step, user=user)
@@ -56,7 +60,7 @@ def shown_for(task: WorkflowTask, instance: WorkflowInstance, user: Any = None) 
                      "instance %s)", task.step, task.workflow, task.pk, instance.pk,
                      exc_info=error)
 
-    return shown(step.task, ctx, titles=_titles(definition), on_error=log)
+    return shown(defined, ctx, titles=_titles(definition), on_error=log)
 
 
 # -- the root instance -----------------------------------------------------------------------

@@ -114,7 +114,11 @@ def marks_of(instance: WorkflowInstance) -> dict[str, str]:
 
 
 def form_of(task: WorkflowTask) -> dict[str, Any] | None:
-    """The JSON Schema a task's input must satisfy, from its step's definition."""
+    """The JSON Schema a task's input must satisfy, from its step's definition (or as the
+    operation's durable code asked it)."""
+    if task.asked is not None:
+        form = task.asked.get("form")
+        return dict(form) if isinstance(form, dict) else None
     definition = registry.find(task.workflow)
     step = definition.steps_by_id.get(task.step) if definition is not None else None
     return json_schema_of(step.task.form) if step is not None and step.task else None

@@ -24,6 +24,7 @@ from ..engine.bounds import MAX_LOGS
 from ..observability import observers
 from ..services import reports
 from ..services.attempts import Claimed, beat, claim_attempt, finish_claimed
+from ..services.journal import DatabaseJournal
 
 logger = logging.getLogger("django_workflows")
 
@@ -207,7 +208,10 @@ def _run_claimed(claimed: Claimed, heartbeat_thread: bool) -> tuple[engine.Attem
     sink = DatabaseSink(claimed.work.token, threaded=heartbeat_thread)
     sink.start()
     try:
-        outcome = engine.execute(claimed.work, sink, flush_interval=sink.interval)
+        work = claimed.work
+        journal = DatabaseJournal(work.snapshot.id, work.operation.id, work.token) \
+            if work.operation is not None else None
+        outcome = engine.execute(work, sink, flush_interval=sink.interval, journal=journal)
         # The heartbeat goes on until the result is recorded, so a finish that waits for
         # the instance's lock is not taken for a dead worker; the finish writes the last
         # progress and log lines itself.

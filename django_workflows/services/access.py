@@ -20,7 +20,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from .. import registry
-from ..engine import COMMANDS, TASK_COMMANDS, FieldError, Signal
+from ..engine import COMMANDS, TASK_COMMANDS, FieldError
 from ..exceptions import InstanceNotFound, NotAllowed, WorkflowNotMoved
 from ..models import TaskCandidate, TaskStatus, WorkflowInstance, WorkflowTask
 
@@ -207,9 +207,8 @@ def senders_of(workflow_id: str, name: str, instance: WorkflowInstance | None,
     waiting = instance.snap.waiting if instance is not None and step is None else None
     if waiting is not None and waiting.kind == "signal" and waiting.name == name:
         step = waiting.step
-    steps = [definition.step(step)] if step is not None else definition.steps
-    return {sender for step_ in steps if isinstance(step_.wait, Signal)
-            and step_.wait.name == name for sender in step_.wait.senders}
+    return {sender for where, signal in definition.signal_waits(name)
+            if step in (None, where) for sender in signal.senders}
 
 
 RESERVED_REFERENCE = "reference_reserved"

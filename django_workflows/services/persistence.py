@@ -337,7 +337,8 @@ def _store_tasks(rows: dict[str, WorkflowInstance], effects: tuple[engine.Effect
             input=task.input, due_at=to_datetime(task.due_at), overdue=task.overdue,
             created_at=to_datetime(task.opened_at) or timezone.now(),
             completed_at=to_datetime(task.completed_at), rank=0 if task.overdue else 1,
-            due_sort=to_datetime(task.due_at) or NEVER_DUE)
+            due_sort=to_datetime(task.due_at) or NEVER_DUE,
+            asked=dict(task.asked) if task.asked is not None else None)
         row.save(force_insert=opened, force_update=not opened)
         if not opened and (candidates_changed or not task.is_open):
             forget.append(row.pk)

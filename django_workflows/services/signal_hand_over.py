@@ -39,9 +39,9 @@ from .unit import deliver
 
 
 def awaited(workflow: str, name: str) -> list[engine.Signal]:
-    """The declarations of ``name`` by the steps of ``workflow`` that wait for it."""
-    declared = [step.wait for step in definition_of(workflow).steps
-                if isinstance(step.wait, engine.Signal) and step.wait.name == name]
+    """The declarations of ``name`` by the steps (and operations' durable code) of
+    ``workflow`` that wait for it."""
+    declared = [signal for _, signal in definition_of(workflow).signal_waits(name)]
     if not declared:
         raise UnknownSignal(f'No step of workflow "{workflow}" waits for a signal "{name}"')
     return declared

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from django_workflows import Branch, Operation, Step, Task, Transition, Workflow
 
-from . import background  # noqa: F401 - registers the workflows of the qcluster tests
+from . import (
+    background,  # noqa: F401 - registers the workflows of the qcluster tests
+    durable,  # noqa: F401 - registers the workflows of durable code
+)
 from .models import Note
 from .schedules import SCHEDULES, report, tick  # noqa: F401 - registered from here
 from .waiting import payment, reminder  # noqa: F401 - registered from here

@@ -1,0 +1,63 @@
+"""Durable code with the database: the journal in its table, a signal and a person's
+decision that wake the code, and each side effect made once (its notes)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from django_workflows import services
+from django_workflows.exceptions import NotAllowed
+from django_workflows.models import JournalEntry, WorkflowInstance, WorkflowTask
+from tests.factories import UserFactory
+from tests.testapp.models import Note
+
+pytestmark = pytest.mark.django_db(transaction=True)  # the immediate runner runs on commit
+
+
+def charged() -> list[str]:
+    return sorted(text.split(" by ")[0] for text in
+                  Note.objects.filter(text__startswith="charged").values_list("text", flat=True))
+
+
+def user_in(group: str):
+    user = UserFactory()
+    user.groups.add(Group.objects.get_or_create(name=group)[0])
+    return user
+
+
+def journal(instance) -> list[tuple[int, str, str]]:
+    return list(JournalEntry.objects.filter(instance=instance).order_by("position")
+                .values_list("position", "kind", "name"))
+
+
+@pytest.mark.parametrize("workflow", ["durable-billing", "async-billing"])
+def test_the_invoice_run_charges_once_sleeps_waits_and_asks(workflow):
+    instance = services.create(workflow, state={"lines": [1, 2], "intent": "pi_9"}, start=True)
+
+    instance.refresh_from_db()
+    assert (instance.awaiting, instance.correlation) == ("paid", "pi_9")
+    assert instance.snap.operation("bill").status == "suspended"
+    assert charged() == ["charged 1", "charged 2"]
+    assert journal(instance) == [(0, "step", "charge-1"), (1, "step", "charge-2"),
+                                 (2, "sleep", "sleep")]
+
+    with pytest.raises(NotAllowed):
+        services.signal(workflow, "paid", {"amount": 7}, correlation="pi_9", user=UserFactory())
+    services.signal(workflow, "paid", {"amount": 7}, correlation="pi_9",
+                    user=user_in("payment-bots"))
+
+    task = WorkflowTask.objects.get(instance=instance, status="open")
+    assert (task.title, task.candidates, task.asked["form"]["required"]) == (
+        "Review the invoice", ["group:managers"], ["approve"])
+    assert charged() == ["charged 1", "charged 2"]  # the replay ran no step again
+
+    services.complete(instance, input={"approve": True}, user=user_in("managers"))
+
+    instance = WorkflowInstance.objects.get(pk=instance.pk)
+    assert instance.current_step == "done"
+    assert instance.snap.operation("bill").result == {
+        "charged": ["ch_1", "ch_2"], "paid": 7, "approved": True}
+    assert charged() == ["charged 1", "charged 2"]
+    assert [kind for _, kind, _ in journal(instance)] == [
+        "step", "step", "sleep", "signal", "task"]

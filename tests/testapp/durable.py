@@ -1,0 +1,84 @@
+"""Workflows of durable code, for the service tests and the real workers' tests.
+
+Each side effect writes a ``Note`` ("charged <line> by <pid>"): the notes are the
+side-effect journal a test reads to see that a step ran once. The state steers
+the code (``lines``, ``crash_after``: a line after which the worker kills itself),
+so a worker process needs no memory shared with the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from datetime import timedelta
+
+from django_workflows import Operation, Signal, Step, Task, Transition, Workflow, register
+
+from .models import Note
+
+REVIEW = {"type": "object", "required": ["approve"],
+          "properties": {"approve": {"type": "boolean"}, "note": {"type": "string"}}}
+PAID = {"type": "object", "required": ["amount"],
+        "properties": {"amount": {"type": "integer", "minimum": 1}}}
+
+
+def charge(line: int) -> str:
+    Note.objects.create(text=f"charged {line} by {os.getpid()}")
+    return f"ch_{line}"
+
+
+def charge_lines(ctx):
+    charged = []
+    for line in ctx.state["lines"]:
+        charged.append(ctx.step(f"charge-{line}", charge, line))
+        if line == ctx.state.get("crash_after") and not Note.objects.filter(
+                text="crashed").exists():
+            Note.objects.create(text="crashed")
+            os.kill(os.getpid(), signal.SIGKILL)  # the worker dies between two steps
+    return charged
+
+
+def billing(ctx):
+    """Charge each line, sleep until the payment is due, wait for it, ask about it."""
+    charged = [ctx.step(f"charge-{line}", charge, line) for line in ctx.state["lines"]]
+    ctx.sleep(timedelta(seconds=ctx.state.get("due_in", 0)))
+    paid = ctx.wait_for_signal("paid")
+    decision = ctx.ask(Task(REVIEW, title="Review the invoice", candidates=["group:managers"],
+                            show=["lines"]))
+    return {"charged": charged, "paid": paid["amount"], "approved": decision["approve"]}
+
+
+async def acharge(line: int) -> str:
+    await asyncio.sleep(0)
+    return await asyncio.to_thread(charge, line)
+
+
+async def abilling(ctx):
+    """The same, as ``async def``."""
+    charged = [await ctx.step(f"charge-{line}", acharge, line) for line in ctx.state["lines"]]
+    await ctx.sleep(ctx.state.get("due_in", 0))
+    paid = await ctx.wait_for_signal("paid")
+    decision = await ctx.ask(Task(REVIEW, title="Review the invoice",
+                                  candidates=["group:managers"]))
+    return {"charged": charged, "paid": paid["amount"], "approved": decision["approve"]}
+
+
+def _billing(workflow_id: str, run) -> Workflow:
+    return Workflow(
+        id=workflow_id, initial={"lines": [1, 2, 3], "intent": "", "due_in": 0},
+        steps=[Step("bill", advance="auto", operations=[Operation(
+            "bill", run=run, durable=True, retries=2, signals=[
+                Signal("paid", schema=PAID, correlate=lambda ctx: ctx.state["intent"] or None,
+                       senders=["group:payment-bots"])])]),
+               Step("done")],
+        transitions=[Transition("bill", "done")])
+
+
+durable_charges = register(Workflow(
+    id="durable-charges", initial={"lines": [1, 2, 3, 4], "crash_after": None},
+    steps=[Step("charge", advance="auto", operations=[Operation(
+        "charge", run=charge_lines, durable=True, retries=2)]), Step("done")],
+    transitions=[Transition("charge", "done")]))
+durable_billing = register(_billing("durable-billing", billing))
+async_billing = register(_billing("async-billing", abilling))
