@@ -116,15 +116,13 @@ class Operation:
         set_(self, "title", self.title or self.id)
 
     def _check_durable(self, what: str) -> None:
-        from .waits import Signal  # waits.py builds on this module
-
         if not isinstance(self.durable, bool):
             raise DefinitionError(f"{what}: durable must be True or False, not "
                                   f"{self.durable!r}")
         signals = tuple(self.signals or ())
         names = set()
         for signal in signals:
-            if not isinstance(signal, Signal):
+            if not isinstance(signal, Wait) or signal.kind != "signal":  # a Signal (waits.py)
                 raise DefinitionError(f"{what}: signals must be Signal(...), not {signal!r}")
             signal.check(what)
             if signal.name in names:
