@@ -65,6 +65,38 @@ def wal_by_relation(start: int, end: int, operations: int) -> None:
         print(f"| {what} | {size / operations:,.0f} | {records / operations:.2f} |")
 
 
+def database_wal(start: int, end: int) -> tuple[int, int, int]:
+    """The WAL between two positions written for this database: its bytes (records of its
+    tables and indexes, and the commit records of their transactions), its commit records
+    (each a WAL flush at ``synchronous_commit=on``), and the bytes of full-page images among
+    them (a page's first change after a checkpoint: they move from run to run). Records of
+    other databases on the server are left out; ``end`` is taken no further than the WAL
+    flushed, where a commit that waited for its flush ends."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid, pg_current_wal_flush_lsn() - '0/0'::pg_lsn FROM pg_database "
+                       "WHERE datname = current_database()")
+        oid, flushed = cursor.fetchone()
+        end = min(end, int(flushed))
+        if start >= end:
+            return 0, 0, 0
+        database = f"/{oid}/"
+        cursor.execute(
+            """WITH records AS (
+                   SELECT * FROM pg_get_wal_records_info('0/0'::pg_lsn + %s,
+                                                         '0/0'::pg_lsn + %s)),
+               ours AS (SELECT DISTINCT xid FROM records WHERE strpos(block_ref, %s) > 0)
+               SELECT coalesce(sum(record_length), 0),
+                      count(*) FILTER (WHERE resource_manager = 'Transaction'
+                                       AND record_type LIKE 'COMMIT%%'),
+                      coalesce(sum(fpi_length), 0)
+               FROM records
+               WHERE strpos(block_ref, %s) > 0
+                  OR (resource_manager = 'Transaction' AND xid IN (SELECT xid FROM ours))""",
+            [start, end, database, database])
+        size, commits, fpi = cursor.fetchone()
+    return int(size), int(commits), int(fpi)
+
+
 # -- pg_stat_statements -------------------------------------------------------------------
 
 

@@ -6,7 +6,9 @@ bench/sweep_cost.py); ``bench-signal``: a plain step, then one that waits for th
 ``bench-limited``: one auto step whose operation sleeps ``state["sleep"]`` seconds, at most 2
 running per ``state["key"]`` (``Limit``), and ``bench-unlimited`` the same without the limit;
 ``bench-noop-limited``: ``bench-noop`` with a limit that never binds (``max`` 1,000,000 per
-``state["key"]``). bench/limits.py (``bench/operations.py --limits``) measures these."""
+``state["key"]``). bench/limits.py (``bench/operations.py --limits``) measures these.
+``bench-durable``: one auto step whose durable operation makes ``state["steps"]`` no-op
+``ctx.step`` calls (bench/durable_code.py: four, and none as the baseline of a step's cost)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,25 @@ noop_limited = Workflow(
     initial={"key": ""},
     steps=[Step("work", advance="auto", operations=[Operation(
         "noop", run=nothing, concurrency=Limit(key=limit_key, max=1_000_000))]),
+           Step("done")],
+    transitions=[Transition("work", "done")],
+)
+
+
+def no_result() -> None:
+    return None
+
+
+def durable_steps(ctx):
+    for n in range(ctx.state["steps"]):
+        ctx.step(f"step-{n}", no_result)
+
+
+durable = Workflow(
+    id="bench-durable",
+    initial={"steps": 4},
+    steps=[Step("work", advance="auto",
+                operations=[Operation("steps", run=durable_steps, durable=True)]),
            Step("done")],
     transitions=[Transition("work", "done")],
 )
