@@ -3,6 +3,7 @@ waits that end the attempt (a timer, a signal, a task) and what wakes them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from django_workflows.engine import (
     DefinitionError,
     JournalEntry,
+    MemoryJournal,
     Operation,
     Signal,
     Step,
@@ -62,6 +64,33 @@ def test_a_retried_attempt_does_not_run_the_steps_that_finished():
     assert op(x, i, "charge").result == ["ch_1", "ch_2", "ch_3"]
     assert op(x, i, "charge").attempt == 2
     assert x.snapshot(i).current_step == "done"
+
+
+class ReadsCounted(MemoryJournal):
+    """A journal that counts how often an attempt reads it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def entries(self, key: str) -> Sequence[JournalEntry]:
+        self.reads += 1
+        return super().entries(key)
+
+
+def test_the_first_attempt_reads_no_journal_and_a_retry_replays_from_it():
+    charges = Charges(fail_at={3})
+
+    def run(ctx):
+        return [ctx.step(f"charge-{line}", charges.charge, line) for line in ctx.state["lines"]]
+
+    x, i = started(invoice(run, retries=1), autorun=False)
+    x.journal = journal = ReadsCounted()
+    x.run_pending()
+
+    assert journal.reads == 1  # the retry's, not the first attempt's: nothing was in it
+    assert charges.made == [1, 2, 3]  # the retry answered 1 and 2 from the journal
+    assert op(x, i, "charge").attempt == 2
 
 
 def test_a_step_is_retried_by_its_own_policy_within_the_attempt():
@@ -488,3 +517,49 @@ def test_a_pydantic_form_gives_the_code_a_model_instance():
     x.complete(i, input={"approve": False, "note": "too much"})
 
     assert op(x, i, "charge").result == ["Review", False, "too much"]
+
+
+# -- async def ------------------------------------------------------------------------
+
+
+def test_hooks_guards_and_branches_may_be_async():
+    from django_workflows.engine import Branch
+
+    seen = []
+
+    async def enter(ctx):
+        seen.append(f"enter {ctx.step}")
+
+    async def branch(ctx):
+        seen.append("branch")
+
+    async def allowed(ctx):
+        return True
+
+    wf = Workflow("w", steps=[
+        Step("a", enter=enter, when=allowed, advance="auto", parallel=[Branch("b", run=branch)]),
+        Step("z")], transitions=[Transition("a", "z", when=allowed)])
+    x, i = started(wf)
+
+    assert seen == ["enter a", "branch"]
+    assert x.snapshot(i).current_step == "z"
+
+
+def test_async_durable_code_awaits_its_steps_and_waits():
+    charges = Charges()
+
+    async def charge_async(line):
+        return charges.charge(line)
+
+    async def run(ctx):
+        first = await ctx.step("charge-1", charge_async, 1)
+        second = await ctx.step("charge-2", charges.charge, 2)  # a plain function, in a thread
+        await ctx.sleep(60)
+        return [first, second, ctx.step == "charge"]
+
+    x, i = started(invoice(run, durable=True))
+    assert op(x, i, "charge").status == "suspended"
+    x.advance(60)
+
+    assert op(x, i, "charge").result == ["ch_1", "ch_2", True]
+    assert charges.made == [1, 2]
