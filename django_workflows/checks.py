@@ -47,7 +47,7 @@ from django.utils.module_loading import import_string
 
 from . import registry
 from .conf import DEFAULTS, SETTING_NAME, TASKS_RUNNER, runner_is
-from .engine import FINISHED, Signal, Workflow
+from .engine import FINISHED, Workflow
 from .engine.schedules import cron_library_installed
 from .services.sweep import sweep_health
 
@@ -322,6 +322,7 @@ def check_task_candidates(app_configs: Any = None, databases: Any = None,
 
     named: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     for definition in registry.all_definitions():
+        signals = definition.signal_waits()
         for step in definition.steps:
             names: list[tuple[str, str]] = []  # (candidate, what names it)
             task = step.task
@@ -329,9 +330,9 @@ def check_task_candidates(app_configs: Any = None, databases: Any = None,
                 static = () if callable(task.candidates) else task.candidates
                 names += [(c, f'the task of step "{step.id}"')
                           for c in (*static, *task.escalate_to)]
-            if isinstance(step.wait, Signal):
-                names += [(c, f'the signal "{step.wait.name}" of step "{step.id}"')
-                          for c in step.wait.senders]
+            # A step's own wait, and the signals its operations' durable code waits for.
+            names += [(c, f'the signal "{signal.name}" of step "{step.id}"')
+                      for where, signal in signals if where == step.id for c in signal.senders]
             for candidate, where in names:
                 kind, _, name = candidate.partition(":")
                 if kind in ("group", "perm"):

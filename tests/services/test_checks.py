@@ -149,6 +149,14 @@ def test_w020_a_task_candidate_naming_no_group_or_permission():
         '"shop.no_such", which does not exist']
 
 
+@pytest.mark.django_db
+def test_w020_names_the_senders_of_a_signal_durable_code_waits_for():
+    problems = with_id(checks.check_task_candidates(databases=["default"]), "W020")
+
+    assert 'Workflow "durable-billing": the signal "paid" of step "bill" names group ' \
+           '"payment-bots", which does not exist' in [p.msg for p in problems]
+
+
 def test_w020_is_not_asked_without_a_database():
     registry.autodiscover("broken.unknown_candidates")
 
