@@ -95,6 +95,7 @@ from .outcome import (
     SetDeadline,
     StopAttempt,
     TakeSignal,
+    TruncateJournal,
     changed_nodes,
 )
 from .reserved import reserved_keys
@@ -217,6 +218,7 @@ __all__ = [
     "TaskSnapshot",
     "Timer",
     "Transition",
+    "TruncateJournal",
     "UpdateState",
     "Validate",
     "Verdict",

@@ -39,6 +39,8 @@ class Env:
     # The oldest signal kept for a step that starts waiting, whose sender may send it there:
     # (instance id, step id, signal name, correlation).
     kept_signal: Callable[[str, str, str, str | None], KeptSignal | None] = lambda *_: None
+    # How many entries an operation's journal holds (durable code): (instance id, its key).
+    journal_length: Callable[[str, str], int] = lambda *_: 0
 
 
 @dataclass

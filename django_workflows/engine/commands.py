@@ -73,6 +73,8 @@ COMMANDS: dict[str, type[PersonCommand]] = {}
 Offered = Callable[[WorkflowSnapshot], Sequence[Any]]
 
 Target = Literal["instance", "operation", "task"]
+# The fields of a command offered on a journal's entries (``on_journal``) that name the entry.
+JOURNAL_FIELDS = ("operation", "from_step")
 # How a field is given as data: the API's body and the admin's form take these kinds.
 InputKind = Literal["text", "integer", "number", "boolean", "object", "array", "json", "choice"]
 
@@ -86,6 +88,7 @@ class Input:
     required: bool
     nullable: bool
     choices: tuple[Any, ...] = ()
+    help: str = ""  # what it means, for the API's schema (the field's ``metadata["help"]``)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,10 @@ class PersonCommand(Command):
     snapshot (``rewind``'s ``step``: the earlier steps of its history); any value may
     still be given, and the rule judges it.
     ``while_paused``: ``"refused"`` unless declared ``"accepted"`` (``cancel``).
+    ``on_journal``: also offered on each entry of the journal of an operation of the
+    current step (the admin's "Retry from here"): its fields ``operation`` and
+    ``from_step`` name the entry, and the page fills them in (its command bar asks for
+    neither).
 
     "What applies now" asks each command as :meth:`asked` makes it: its defaults, and
     None for a field it requires; its rule answers for any value there.
@@ -120,6 +127,7 @@ class PersonCommand(Command):
     sized: ClassVar[tuple[str, ...]]
     for_operators: ClassVar[bool]
     offered: ClassVar[Mapping[str, Offered]]
+    on_journal: ClassVar[bool]
     while_paused: ClassVar[WhilePaused] = "refused"
 
     def __init_subclass__(cls, *, label: str = "", summary: str = "",
@@ -127,15 +135,19 @@ class PersonCommand(Command):
                           acts_on: Target = "instance", lock_timeout: str = "LOCK_TIMEOUT",
                           sized: tuple[str, ...] = (), for_operators: bool = False,
                           offered: Mapping[str, Offered] | None = None,
-                          **kwargs: Any) -> None:
+                          on_journal: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.label, cls.summary, cls.destructive = label, summary, destructive
         cls.action, cls.acts_on = action and acts_on != "task", acts_on
         cls.lock_timeout, cls.sized = lock_timeout, tuple(sized)
         cls.for_operators, cls.offered = for_operators, dict(offered or {})
+        cls.on_journal = on_journal
         if acts_on != "instance" and acts_on not in cls.__annotations__:
             raise TypeError(f"Command {cls.name!r} acts on an {acts_on}: declare the field "
                             f"{acts_on!r} that names it")
+        if on_journal and not set(JOURNAL_FIELDS) <= set(cls.__annotations__):
+            raise TypeError(f"Command {cls.name!r} is offered on a journal's entries: "
+                            f"declare the fields {JOURNAL_FIELDS} that name the entry")
         COMMANDS[cls.name] = cls
 
     @classmethod
@@ -152,6 +164,13 @@ class PersonCommand(Command):
     def asked(cls) -> PersonCommand:
         """The command as "what applies now" asks it: nothing given but its defaults."""
         return cls(**{taken.name: None for taken in cls.inputs() if taken.required})
+
+    @classmethod
+    def filled_by_page(cls) -> tuple[str, ...]:
+        """Its fields a page fills in from where its button is (the operation it acts on,
+        the journal entry it starts from): never asked for on the command bar."""
+        target = cls.target_field()
+        return (*((target,) if target else ()), *(JOURNAL_FIELDS if cls.on_journal else ()))
 
     @classmethod
     def target_field(cls) -> str | None:
@@ -172,7 +191,7 @@ def _inputs_of(command: type[PersonCommand]) -> tuple[Input, ...]:
         kind, nullable, choices = _kind_of(hints[f.name])
         found.append(Input(f.name, kind, required=f.default is MISSING
                            and f.default_factory is MISSING, nullable=nullable,
-                           choices=choices))
+                           choices=choices, help=str(f.metadata.get("help", ""))))
     return tuple(found)
 
 
@@ -267,8 +286,13 @@ class Validate(PersonCommand, name="validate", rule=navigation.validate, label="
 
 @dataclass(frozen=True)
 class Retry(PersonCommand, name="retry", rule=navigation.retry, label="Retry",
-            summary="Retry a failed or blocked instance"):
-    pass
+            summary="Retry a failed or blocked instance", on_journal=True):
+    # Both or neither: retry from that entry of the operation's journal (rules/journals.py).
+    operation: str | None = field(default=None, metadata={
+        "help": "Retry from a step of this operation's journal (with from_step)."})
+    from_step: int | None = field(default=None, metadata={
+        "help": "The position of the journal's entry to retry from: it and the entries "
+                "after it are deleted, and the operation's code runs those steps again."})
 
 
 @dataclass(frozen=True)

@@ -62,8 +62,9 @@ EVENTS: dict[EventName, Meaning] = {
                     by_person=True),
     "back": Meaning("Went back to the step named.", stay="returns", ends_as="went back",
                     child_lane=True, by_person=True),
-    "retry": Meaning("A failed or blocked instance was retried.", child_lane=True,
-                     by_person=True),
+    "retry": Meaning("A failed or blocked instance was retried (from a step of an "
+                     "operation's journal: `data.operation`, `data.from_step`, "
+                     "`data.entries_deleted`).", child_lane=True, by_person=True),
     "cancel": Meaning("The instance was cancelled (`data.reason`).", stay="ends",
                       ends_as="cancelled", child_lane=True, by_person=True),
     "rollback": Meaning("A rollback started, resumed or finished (`data.phase`).",

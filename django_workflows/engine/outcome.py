@@ -101,7 +101,18 @@ class TakeSignal:
     reason: str | None = None  # why it was refused
 
 
-Effect = RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask | TakeSignal
+@dataclass(frozen=True)
+class TruncateJournal:
+    """Delete the entries of the operation's journal ``journal`` at ``position`` and after,
+    in the command's transaction: a retry from that step runs them again."""
+
+    instance_id: str
+    journal: str
+    position: int
+
+
+Effect = (RunAttempt | StopAttempt | SetDeadline | ClearDeadline | SaveTask | TakeSignal
+          | TruncateJournal)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 One function per command people give (``functions.py``, held equal to
 ``engine.COMMANDS``): ``start``, ``next``, ``back``, ``rewind(instance, step)``,
-``skip``, ``skip_operation(instance, operation=None)``, ``validate``, ``retry``,
+``skip``, ``skip_operation(instance, operation=None)``, ``validate``,
+``retry(instance, operation=None, from_step=None)``,
 ``pause(instance, reason=None)``, ``resume``, ``cancel(instance, reason=None)``,
 ``rollback``, ``update_state(instance, value)``,
 and for a step's task ``claim``, ``release`` and ``complete(instance, task=None,
@@ -34,6 +35,7 @@ from .attempts import (
 from .commands import (
     InstanceRef,
     applies,
+    applies_to_journal,
     applies_to_operations,
     command,
     create,
@@ -74,6 +76,7 @@ __all__ = [
     "SignalSent",
     "SweepReport",
     "applies",
+    "applies_to_journal",
     "applies_to_operations",
     "back",
     "beat",

@@ -26,7 +26,15 @@ from .attempts import (
     fire_deadline,
     interrupt_attempt,
 )
-from .commands import applies, applies_to_operations, command, create, delete, execute
+from .commands import (
+    applies,
+    applies_to_journal,
+    applies_to_operations,
+    command,
+    create,
+    delete,
+    execute,
+)
 from .functions import (
     back,
     cancel,
@@ -93,6 +101,7 @@ aexecute = async_twin(execute)
 adelete = async_twin(delete)
 aapplies = async_twin(applies)
 aapplies_to_operations = async_twin(applies_to_operations)
+aapplies_to_journal = async_twin(applies_to_journal)
 asignal = async_twin(signal)
 # Schedules and the sweep's set-aside items (what the admin's buttons give).
 apause_schedule = async_twin(pause_schedule)
@@ -110,6 +119,7 @@ asweep = async_twin(sweep)
 
 __all__ = [
     "aapplies",
+    "aapplies_to_journal",
     "aapplies_to_operations",
     "aback",
     "abeat",

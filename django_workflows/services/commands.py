@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
+from functools import cache
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +25,7 @@ from ..exceptions import (
 from ..models import WorkflowInstance
 from . import access, idempotency, reports
 from .attempt_claims import claims_of
+from .journal import journal_length
 from .kept_signals import kept_signal_finder
 from .persistence import check_state_size, definition_of, load_chain, save_outcome
 from .sql import statements
@@ -231,8 +233,28 @@ def applies_to_operations(instance: WorkflowInstance, *, user: Any = None
     return by_command
 
 
+def applies_to_journal(instance: WorkflowInstance, *, user: Any = None,
+                       positions: Mapping[str, Sequence[int]]
+                       ) -> dict[str, dict[str, dict[int, engine.Verdict]]]:
+    """For each command offered on a journal's entries (``on_journal``: ``retry`` from a
+    step), what it would answer now for each of ``positions`` (by operation id) of the
+    current step's operations: ``found["retry"]["charge"][2]``; changing nothing. The
+    journals' lengths are counted once each."""
+    asked = [((declared.name, operation, position),
+              declared(**{"operation": operation, "from_step": position}))
+             for declared in engine.COMMANDS.values() if declared.on_journal
+             for operation, chosen in positions.items() for position in chosen]
+    found = _dry_runs(instance, user, asked, None, journal_length=cache(journal_length))
+    by_command: dict[str, dict[str, dict[int, engine.Verdict]]] = {}
+    for (name, operation, position), _ in asked:
+        by_command.setdefault(name, {}).setdefault(operation, {})[position] = \
+            found[(name, operation, position)]
+    return by_command
+
+
 def _dry_runs(instance: WorkflowInstance, user: Any, asked: Sequence[tuple[Any, engine.Command]],
-              running: Mapping[str, Mapping[str, Any]] | None) -> dict[Any, engine.Verdict]:
+              running: Mapping[str, Mapping[str, Any]] | None, **env: Any
+              ) -> dict[Any, engine.Verdict]:
     """The verdict on each command asked (by its key): access, then the rule's dry run."""
     verdicts: dict[Any, engine.Verdict] = {}
     refusals: dict[str, NotAllowed | None] = {}
@@ -258,9 +280,10 @@ def _dry_runs(instance: WorkflowInstance, user: Any, asked: Sequence[tuple[Any, 
             else "unknown_workflow"
         verdicts.update({key: engine.Verdict(False, code, str(error)) for key, _ in allowed})
         return verdicts
-    env = env_for(user)
-    tree = engine.with_claims(definition, tree, env, claims_of(tree, lock=False, running=running))
-    verdicts.update({key: engine.verdict(definition, tree, env, command)
+    found_env = env_for(user, **env)
+    tree = engine.with_claims(definition, tree, found_env,
+                              claims_of(tree, lock=False, running=running))
+    verdicts.update({key: engine.verdict(definition, tree, found_env, command)
                      for key, command in allowed})
     return verdicts
 

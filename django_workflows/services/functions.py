@@ -64,9 +64,13 @@ def validate(instance: InstanceRef, /, **options: Unpack[CommandOptions]) -> Wor
     return execute(instance, engine.Validate(), **options)
 
 
-def retry(instance: InstanceRef, /, **options: Unpack[CommandOptions]) -> WorkflowInstance:
-    """Retry a failed or blocked instance."""
-    return execute(instance, engine.Retry(), **options)
+def retry(instance: InstanceRef, /, operation: str | None = None,
+          from_step: int | None = None, **options: Unpack[CommandOptions]
+          ) -> WorkflowInstance:
+    """Retry a failed or blocked instance; with ``operation`` and ``from_step``, from that
+    entry of the operation's journal: it and the entries after it are deleted, and the
+    operation's code runs those steps again."""
+    return execute(instance, engine.Retry(operation, from_step), **options)
 
 
 def pause(instance: InstanceRef, /, reason: str | None = None,

@@ -4,7 +4,9 @@ A worker reads an operation's entries once per attempt, and writes each new
 step in one INSERT as it returns, outside the instance's lock: the step
 happened, whatever becomes of the attempt. Two attempts that both ran a step
 (a worker taken for dead that was not) keep the first record; the second
-takes its value.
+takes its value. A retry from a step (``engine/rules/journals.py``) deletes the
+entries from there in its own transaction, under the instance's lock, while no
+attempt of the operation is out.
 """
 
 from __future__ import annotations
@@ -70,3 +72,15 @@ def entries_of(instance_id: Any, journal: str | None) -> list[JournalEntry]:
         return []
     return list(JournalEntry.objects.filter(instance_id=instance_id, journal=journal)
                 .order_by("position"))
+
+
+def journal_length(instance_id: Any, journal: str) -> int:
+    """How many entries the journal ``journal`` of an instance holds (``Env.journal_length``)."""
+    return JournalEntry.objects.filter(instance_id=instance_id, journal=journal).count()
+
+
+def truncate(instance_id: Any, journal: str, position: int) -> int:
+    """Delete the entries of ``journal`` at ``position`` and after; how many went."""
+    deleted, _ = JournalEntry.objects.filter(instance_id=instance_id, journal=journal,
+                                             position__gte=position).delete()
+    return deleted

@@ -31,6 +31,7 @@ from ..models import (
     WorkflowSignal,
     WorkflowTask,
 )
+from .journal import truncate
 from .slots import UNCLAIMED, hand_out_resumed, hand_out_waiting, take_slots
 from .sql import EventRow, Statement, statements
 
@@ -111,6 +112,9 @@ def save_outcome(chain: list[WorkflowInstance], before: engine.WorkflowSnapshot,
     statements().write(changed, saved.events, also)
     saved.dispatch, saved.attempts_made, saved.deadlines_made = _store_effects(outcome.effects)
     _store_tasks(saved.rows, outcome.effects)
+    for effect in outcome.effects:  # a retry from a step: the code runs them again
+        if isinstance(effect, engine.TruncateJournal):
+            truncate(effect.instance_id, effect.journal, effect.position)
     saved.signals = _store_signals_taken(saved.rows, outcome.effects)
     paused = {node.id for node in before.tree() if node.status == "paused"}
     resumed = [node.id for node in outcome.snapshot.tree()

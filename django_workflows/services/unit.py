@@ -40,6 +40,7 @@ from ..signals import announce, listened_to
 from . import access, idempotency, reports
 from .attempt_claims import claims_of
 from .dispatch import hand_out
+from .journal import journal_length
 from .kept_signals import kept_signal_finder
 from .persistence import (
     Saved,
@@ -205,7 +206,7 @@ def env_for(user: Any, **changes: Any) -> engine.Env:
     pk = getattr(user, "pk", None)
     return engine.Env(**{"now": clock.now(), "call": call_in_savepoint, "user": user,
                          "resolve": definition_of, "actor": None if pk is None else str(pk),
-                         **changes})
+                         "journal_length": journal_length, **changes})
 
 
 def actor(user: Any) -> Any:

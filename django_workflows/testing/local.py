@@ -46,6 +46,7 @@ from ..engine import (
     Start,
     StopAttempt,
     TakeSignal,
+    TruncateJournal,
     UpdateState,
     Validate,
     Work,
@@ -147,7 +148,7 @@ class LocalExecutor:
         extra = {"call": self.call} if self.call else {}
         return Env(now=self.clock.now(), user=self.user, actor=self.actor,
                    resolve=self.definitions.__getitem__, kept_signal=self._kept_signal,
-                   **extra)
+                   journal_length=lambda _, key: len(self.journal.entries(key)), **extra)
 
     def keep_signal(self, name: str, payload: Any = None, *, instance_id: str | None = None,
                     correlation: str | None = None, message_id: str | None = None) -> None:
@@ -236,6 +237,10 @@ class LocalExecutor:
             self.deadlines = {k: d for k, d in self.deadlines.items() if d.token != effect.token}
         elif isinstance(effect, TakeSignal) and effect.fate in ("taken", "refused"):
             self.kept = [kept for kept in self.kept if kept[0].id != effect.signal_id]
+        elif isinstance(effect, TruncateJournal):  # a retry from a step: it runs again
+            entries = self.journal.kept.get(effect.journal, {})
+            for position in [p for p in entries if p >= effect.position]:
+                del entries[position]
 
     def claim(self, token: str | None = None) -> str | None:
         """Claim a pending attempt (the oldest, or ``token``); None if it was refused."""

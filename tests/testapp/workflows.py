@@ -7,6 +7,7 @@ from django_workflows import Branch, Operation, Step, Task, Transition, Workflow
 from . import (
     background,  # noqa: F401 - registers the workflows of the qcluster tests
     durable,  # noqa: F401 - registers the workflows of durable code
+    durable_quotes,  # noqa: F401 - registers the quote that a retry from a step mends
 )
 from .models import Note
 from .schedules import SCHEDULES, report, tick  # noqa: F401 - registered from here

@@ -1,5 +1,5 @@
 """What people do: start, next, back, skip, skip_operation, validate, update_state, retry,
-cancel (``recovery`` has pause, resume and rewind).
+cancel (``recovery`` has pause, resume and rewind; ``journals`` a retry's from a step).
 
 Each rule is one function. Its checks come first and end at ``c.checked()``;
 before that point a rule runs no hook with effects (only ``validate`` and the
@@ -19,6 +19,7 @@ from ..messages import step_hook, step_left, step_skipped
 from ..reserved import refuse_written_keys
 from ..schema import check_state
 from ..snapshot import FINISHED, MOVING, WorkflowSnapshot
+from .journals import retry_from, truncate
 from .steps import (
     add_unique,
     begin,
@@ -253,8 +254,13 @@ def retry(c: Change, command: Retry) -> None:
     if c.snap.status not in ("failed", "blocked"):
         raise Refused("not_failed",
                       f'{c.name} is not failed or blocked (status "{c.snap.status}")')
-    c.checked()
-    rerun(c)
+    found = retry_from(c, command.operation, command.from_step)  # from a step of a journal
+    c.checked(confirm=found.confirm if found is not None else None)
+    if found is None:
+        rerun(c)
+        return
+    truncate(c, found)
+    rerun(c, **found.data)
 
 
 def cancel(c: Change, command: Cancel) -> None:

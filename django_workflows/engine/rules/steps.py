@@ -136,10 +136,11 @@ def validate_current(c: Change) -> tuple[str, ...]:
     return errors
 
 
-def rerun(c: Change) -> None:
-    """``retry`` once its checks passed: the current step's ``enter`` and unfinished work again."""
+def rerun(c: Change, **data: Any) -> None:
+    """``retry`` once its checks passed: the current step's ``enter`` and unfinished work
+    again; ``data``: what the ``retry`` event records besides (a retry from a step)."""
     c.set(status="running", errors=())
-    c.emit("retry", step=c.snap.current_step)
+    c.emit("retry", step=c.snap.current_step, **data)
     if c.snap.current_step is None:  # it failed before its first step was entered
         enter_first_step(c, c.snap.completed_steps)
         return
