@@ -269,11 +269,12 @@ class OperationContext(HookContext):
         True for a run that reaches here after the change (recorded in its journal), False
         for the replay of one that passed here before it. ``if ctx.patched("per-line"):
         new code else: old code``, until no run from before the change is left."""
-        return self._answer(lambda: self.replay.patched(patch))
+        return self._answer(lambda: self.replay.patched(patch), writes=True)
 
-    def _answer(self, call: Callable[[], Any]) -> Any:
+    def _answer(self, call: Callable[[], Any], *, writes: bool = False) -> Any:
         """``call()``, or, in ``async def`` code, an awaitable of it (the journal is read
-        in a thread: a database is not used from an event loop)."""
+        in a thread: a database is not used from an event loop). ``writes``: the call may
+        record an entry (a patch) even when no wait was woken, so it runs in a thread."""
         if self._closed:
             raise StaleOperation()
         if not durable.in_event_loop():
@@ -283,7 +284,7 @@ class OperationContext(HookContext):
             import asyncio
 
             await asyncio.to_thread(self.replay.load)
-            return await asyncio.to_thread(call) if self.replay.woken else call()
+            return await asyncio.to_thread(call) if writes or self.replay.woken else call()
         return answer()
 
     def wait_for(self, awaitable: Any) -> Any:
