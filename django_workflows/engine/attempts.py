@@ -362,9 +362,12 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
         assert work.operation is not None
         operation = work.operation
         current = snapshot.operation(operation.id)
+        # A journal is named after the first token of its run (rules/work.py: queue_attempt),
+        # so the attempt holding that token is the run's first: nothing was recorded yet.
+        first = current is not None and current.journal == work.token
         replay = durable.Replay(journal, current.journal if current else None,
                                 woken=current.woken if current else None,
-                                durable=operation.durable, operation=operation)
+                                durable=operation.durable, operation=operation, empty=first)
         ctx = OperationContext(sink=sink, attempt=work.attempt, snapshot=snapshot,
                                workflow=work.definition.id,
                                step=current.step if current else None, user=user,

@@ -85,14 +85,16 @@ class Replay:
 
     def __init__(self, store: JournalStore | None, key: str | None, *,
                  woken: Mapping[str, Any] | None, durable: bool,
-                 operation: Operation | None) -> None:
+                 operation: Operation | None, empty: bool = False) -> None:
         self.store: JournalStore = store if store is not None else MemoryJournal()
         self.key = key or ""
         self.woken = dict(woken) if woken else None
         self.durable = durable
         self.operation = operation
         self.position = 0
-        self._entries: dict[int, JournalEntry] | None = None
+        # ``empty``: the journal is known to hold nothing (a run's first attempt), so it
+        # is not read: a step costs its one write.
+        self._entries: dict[int, JournalEntry] | None = {} if empty else None
 
     def load(self) -> None:
         if self._entries is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from django_workflows import services
 from django_workflows.exceptions import NotAllowed
@@ -61,3 +63,14 @@ def test_the_invoice_run_charges_once_sleeps_waits_and_asks(workflow):
     assert charged() == ["charged 1", "charged 2"]
     assert [kind for _, kind, _ in journal(instance)] == [
         "step", "step", "sleep", "signal", "task"]
+
+
+def test_a_step_is_one_insert_and_the_first_attempt_reads_no_journal():
+    with CaptureQueriesContext(connection) as queries:
+        instance = services.create("durable-charges", state={"lines": [1, 2, 3]}, start=True)
+
+    journaled = [q["sql"] for q in queries.captured_queries
+                 if "django_workflows_journalentry" in q["sql"]]
+    assert [sql.split()[0] for sql in journaled] == ["INSERT"] * 3
+    assert journal(instance) == [(0, "step", "charge-1"), (1, "step", "charge-2"),
+                                 (2, "step", "charge-3")]
