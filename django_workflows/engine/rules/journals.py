@@ -11,13 +11,13 @@ service judges on the rows under the lock: the journal's length is a count of it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..change import Change
 from ..errors import Refused
 from ..outcome import TruncateJournal
-from .work import DONE
+from .work import DONE, put_operation
 
 
 @dataclass(frozen=True)
@@ -84,5 +84,10 @@ def retry_from(c: Change, operation_id: str | None, position: int | None) -> Ret
 
 
 def truncate(c: Change, found: RetryFrom) -> None:
-    """The entries from ``found`` go, in the retry's transaction."""
+    """The entries from ``found`` go, in the retry's transaction; so does what woke a
+    wait from there (the wait waits again)."""
     c.effect(TruncateJournal(c.snap.id, found.journal, found.position))
+    operation = c.snap.operation(found.operation)
+    if operation is not None and operation.woken is not None \
+            and operation.woken.get("position", 0) >= found.position:
+        put_operation(c, replace(operation, woken=None))

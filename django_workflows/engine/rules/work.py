@@ -89,7 +89,9 @@ def hand_out_operation(c: Change, step: Step) -> bool:
         if operation is None or not operation.in_flight:
             fresh = new_operation_snapshot(definition, step.id)
             if operation is not None:  # run again in the same stay (retry): its durable
-                fresh = replace(fresh, journal=operation.journal)  # code goes on from there
+                # code goes on from its journal, and from what woke it last (a replay that
+                # failed before it reached that wait had not recorded it yet)
+                fresh = replace(fresh, journal=operation.journal, woken=operation.woken)
             queue_attempt(c, fresh, definition, 1)
         return True
     return False
