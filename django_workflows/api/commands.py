@@ -43,7 +43,7 @@ class JSONValueField(serializers.JSONField):
 def field_for(taken: engine.Input, command: type[engine.PersonCommand]) -> AnyField:
     """The request body's field for what a command takes, by the kind its type declares."""
     options: dict[str, Any] = {"required": taken.required, "allow_null": taken.nullable,
-                               "help_text": f"The {taken.name}"
+                               "help_text": taken.help or f"The {taken.name}"
                                             f"{'' if taken.required else ', if any'}."}
     if taken.kind == "text":
         return serializers.CharField(allow_blank=True, max_length=1000, **options)

@@ -13,10 +13,11 @@ from rest_framework import serializers
 from .. import clock, engine, registry, services
 from ..engine import BranchSnapshot, Workflow
 from ..engine.feedback import Phase
+from ..engine.journal import EntryKind
 from ..engine.snapshot import BranchStatus, OperationStatus
 from ..graph import graph_of
 from ..inputs.storable import json_problems
-from ..models import WorkflowEvent, WorkflowInstance
+from ..models import JournalEntry, WorkflowEvent, WorkflowInstance
 from ..reading.queries import LiveOperation, live_operations
 from ..reading.waiting import waiting_of
 
@@ -277,6 +278,14 @@ class WaitingSerializer(serializers.Serializer[Any]):
     until = serializers.DateTimeField(allow_null=True, help_text=(
         "When the signal's timeout passes, the timer falls due, or the task is due; null "
         "where there is no such time."))
+    operation = serializers.CharField(allow_null=True, help_text=(
+        "The operation whose durable code waits (`ctx.sleep`, `ctx.wait_for_signal`, "
+        "`ctx.ask`); null when the step itself waits."))
+    position = serializers.IntegerField(allow_null=True, help_text=(
+        "The position of the entry of that operation's journal that waits; null when the "
+        "step itself waits."))
+    task = serializers.CharField(allow_null=True, help_text=(
+        "The task's id (`GET /api/tasks/<id>/`), when a person's task is waited for."))
 
 
 class HeldSerializer(serializers.Serializer[Any]):
@@ -441,7 +450,9 @@ class InstanceSerializer(serializers.ModelSerializer[WorkflowInstance]):
             return None
         return {"kind": waiting.kind, "name": waiting.name, "correlation": waiting.correlation,
                 "until": None if waiting.until is None
-                else _datetime.to_representation(waiting.until)}
+                else _datetime.to_representation(waiting.until),
+                "operation": waiting.operation, "position": waiting.position,
+                "task": waiting.task}
 
 
 def children_of(instances: list[WorkflowInstance]) -> dict[str, WorkflowInstance]:
@@ -452,6 +463,33 @@ def children_of(instances: list[WorkflowInstance]) -> dict[str, WorkflowInstance
     rows = WorkflowInstance.objects.filter(pk__in=ids).only(
         "id", "workflow", "status", "current_step")
     return {str(row.pk): row for row in rows}
+
+
+@extend_schema_field({"type": "string", "enum": list(get_args(EntryKind)),
+                      "description": "A step (`ctx.step`), a wait (`sleep`, `signal`, `task`) "
+                                     "or a patch (`ctx.patched`)."})
+class JournalKindField(serializers.CharField):
+    pass
+
+
+class JournalEntrySerializer(serializers.ModelSerializer[JournalEntry]):
+    """One entry of an operation's journal (durable code): a step or a wait that ended."""
+
+    kind = JournalKindField(read_only=True)
+    value = serializers.JSONField(allow_null=True, read_only=True, help_text=(
+        "A step's result; a wait's `{\"value\": the signal's payload or the task's decision, "
+        "\"timed_out\": bool}`; null for a patch."))
+    tries = serializers.IntegerField(read_only=True, help_text=(
+        "Calls of the step's function it took (its own `retries`)."))
+    started_at = serializers.DateTimeField(allow_null=True, read_only=True, help_text=(
+        "When the step was first called, or the wait began."))
+    finished_at = serializers.DateTimeField(read_only=True, help_text=(
+        "When the step returned, or the wait ended."))
+
+    class Meta:
+        model = JournalEntry
+        fields = ["position", "name", "kind", "value", "tries", "started_at", "finished_at"]
+        read_only_fields = fields
 
 
 @extend_schema_field({"type": "string", "enum": list(engine.EVENT_TYPES), "description": (

@@ -22,7 +22,7 @@ from rest_framework.settings import api_settings
 
 from .. import engine, registry, services
 from ..exceptions import InstanceNotFound, ReferenceTaken, WorkflowNotMoved
-from ..models import WorkflowEvent, WorkflowInstance, WorkflowTask
+from ..models import JournalEntry, WorkflowEvent, WorkflowInstance, WorkflowTask
 from ..reading.queries import live_attempts
 from ..services import access
 from ..services.idempotency import fingerprint_of
@@ -55,6 +55,7 @@ from .serializers import (
     CreateInstanceSerializer,
     EventSerializer,
     InstanceSerializer,
+    JournalEntrySerializer,
     StatePatchSerializer,
     StateSerializer,
     WorkflowDetailSerializer,
@@ -321,6 +322,29 @@ class InstanceViewSet(CommandActions, WorkflowsAPIView,
         events = WorkflowEvent.objects.filter(instance=instance).order_by("sequence")
         page = self.paginate_queryset(events)
         return self.get_paginated_response(EventSerializer(page, many=True).data)
+
+    @described(summary="An operation's journal, oldest first",
+               description="The steps and waits its durable code recorded in its current "
+                           "run (a rollback starts a new one), each with its times, tries "
+                           "and result. What the code waits for now is the instance's "
+                           "`waiting` (its `operation` names it). `POST .../retry/` with "
+                           "`operation` and `from_step` retries from one of these entries.",
+               parameters=[OpenApiParameter("operation", str, OpenApiParameter.PATH,
+                                            description="The operation's id.")],
+               responses={200: JournalEntrySerializer(many=True), **NOT_ALLOWED,
+                          404: error_response("No such instance, or one you may not see; "
+                                              "or the instance has no such operation.")})
+    @action(detail=True, methods=["get"], filter_backends=[],
+            url_path=r"operations/(?P<operation>[^/]+)/journal")
+    def journal(self, request: Request, pk: str | None = None, operation: str | None = None
+                ) -> Response:
+        instance = self.get_object()
+        found = instance.snap.operation(operation or "")
+        if found is None:
+            raise exceptions.NotFound(f'The instance has no operation "{operation}".')
+        entries = JournalEntry.objects.filter(instance=instance, journal=found.journal or "")
+        page = self.paginate_queryset(entries.order_by("position"))
+        return self.get_paginated_response(JournalEntrySerializer(page, many=True).data)
 
     @described(summary="Every task of the instance, oldest first: open, done and cancelled",
                description="To whoever may see the instance, whether or not the tasks are "

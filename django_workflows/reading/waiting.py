@@ -34,6 +34,10 @@ class Waiting:
     correlation: str | None = None
     until: datetime | None = None
     task: str | None = None  # the task's id
+    # An operation's durable code waits (not the step): its id, and the position of the
+    # journal's entry that waits.
+    operation: str | None = None
+    position: int | None = None
 
 
 def waiting_of(snap: WorkflowSnapshot) -> Waiting | None:
@@ -43,9 +47,10 @@ def waiting_of(snap: WorkflowSnapshot) -> Waiting | None:
     wait = snap.waiting
     if wait is not None and wait.arrived is None and wait.step == snap.current_step:
         return Waiting(wait.kind, wait.step, name=wait.name, correlation=wait.correlation,
-                       until=to_datetime(wait.until))
+                       until=to_datetime(wait.until), operation=wait.operation,
+                       position=wait.position)
     task = snap.open_task
     if task is not None:
         return Waiting("task", task.step, name=task.title, until=to_datetime(task.due_at),
-                       task=task.id)
+                       task=task.id, operation=task.operation, position=task.position)
     return None

@@ -23,6 +23,7 @@ CONTRACT_PATHS = {
     "/api/instances/{id}/state/": {"patch"},
     "/api/instances/{id}/events/": {"get"},
     "/api/instances/{id}/tasks/": {"get"},
+    "/api/instances/{id}/operations/{operation}/journal/": {"get"},
     **{f"/api/instances/{{id}}/{name}/": {"post"} for name in COMMAND_NAMES},
     "/api/tasks/": {"get"},
     "/api/tasks/{id}/": {"get"},
@@ -149,12 +150,13 @@ def test_the_instance_documents_what_it_waits_for(schema):
     shape = component(schema, waiting["allOf"][0]["$ref"])
 
     assert waiting["nullable"] is True
-    assert set(shape["required"]) == {"kind", "name", "correlation", "until"}
+    assert set(shape["required"]) == {"kind", "name", "correlation", "until", "operation",
+                                      "position", "task"}
     assert component(schema, shape["properties"]["kind"]["$ref"])["enum"] == [
         "signal", "timer", "task"]
     assert shape["properties"]["until"]["format"] == "date-time"
-    assert all(shape["properties"][name]["nullable"] for name in ("name", "correlation",
-                                                                  "until"))
+    assert all(shape["properties"][name]["nullable"] for name in (
+        "name", "correlation", "until", "operation", "position", "task"))
 
 
 def test_sending_a_signal_documents_each_answer(schema):
