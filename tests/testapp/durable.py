@@ -2,8 +2,9 @@
 
 Each side effect writes a ``Note`` ("charged <line> by <pid>"): the notes are the
 side-effect journal a test reads to see that a step ran once. The state steers
-the code (``lines``, ``crash_after``: a line after which the worker kills itself),
-so a worker process needs no memory shared with the test.
+the code (``lines``, ``crash_after``: a line after which the worker kills itself,
+once), and so does the note "deployed" the test writes (the reordered code's new
+version), so a worker process needs no memory shared with the test.
 """
 
 from __future__ import annotations
@@ -28,14 +29,18 @@ def charge(line: int) -> str:
     return f"ch_{line}"
 
 
+def crash_once_after(line: int, crash_after: int | None) -> None:
+    """After line ``crash_after``'s step, the first time: the worker kills itself."""
+    if line == crash_after and not Note.objects.filter(text="crashed").exists():
+        Note.objects.create(text="crashed")
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker dies between two steps
+
+
 def charge_lines(ctx):
     charged = []
     for line in ctx.state["lines"]:
         charged.append(ctx.step(f"charge-{line}", charge, line))
-        if line == ctx.state.get("crash_after") and not Note.objects.filter(
-                text="crashed").exists():
-            Note.objects.create(text="crashed")
-            os.kill(os.getpid(), signal.SIGKILL)  # the worker dies between two steps
+        crash_once_after(line, ctx.state.get("crash_after"))
     return charged
 
 
@@ -64,6 +69,64 @@ async def abilling(ctx):
     return {"charged": charged, "paid": paid["amount"], "approved": decision["approve"]}
 
 
+async def acharge_lines(ctx):
+    """``charge_lines`` as ``async def``."""
+    charged = []
+    for line in ctx.state["lines"]:
+        charged.append(await ctx.step(f"charge-{line}", acharge, line))
+        await asyncio.to_thread(crash_once_after, line, ctx.state.get("crash_after"))
+    return charged
+
+
+def did(what: str) -> str:
+    Note.objects.create(text=f"{what} by {os.getpid()}")
+    return what
+
+
+def deployed() -> bool:
+    """Whether the test "deployed" the code's new version (a Note says so)."""
+    return Note.objects.filter(text="deployed").exists()
+
+
+def reordered(ctx):
+    """Steps "load" then "charge", then a wait for the signal "go". Once the test has
+    "deployed" the version that charges first, the replay of a run from before asks for
+    "charge" where the journal holds "load": a ReplayMismatch. With state ``guarded``,
+    that version guards its change with ``ctx.patched``, as docs/durable-code.md says."""
+    new = deployed() and (ctx.patched("charge-first") if ctx.state.get("guarded") else True)
+    done = [ctx.step(name, did, name) for name in (["charge", "load"] if new
+                                                   else ["load", "charge"])]
+    ctx.wait_for_signal("go")
+    return done
+
+
+async def areordered(ctx):
+    """``reordered`` as ``async def``."""
+    new = await asyncio.to_thread(deployed) and (
+        await ctx.patched("charge-first") if ctx.state.get("guarded") else True)
+    done = [await ctx.step(name, did, name) for name in (["charge", "load"] if new
+                                                         else ["load", "charge"])]
+    await ctx.wait_for_signal("go")
+    return done
+
+
+def _charges(workflow_id: str, run) -> Workflow:
+    return Workflow(
+        id=workflow_id, initial={"lines": [1, 2, 3, 4], "crash_after": None},
+        steps=[Step("charge", advance="auto", operations=[Operation(
+            "charge", run=run, durable=True, retries=2)]), Step("done")],
+        transitions=[Transition("charge", "done")])
+
+
+def _reorder(workflow_id: str, run) -> Workflow:
+    return Workflow(
+        id=workflow_id, initial={"guarded": False},
+        steps=[Step("work", advance="auto", operations=[Operation(
+            "work", run=run, durable=True, retries=2, signals=[Signal("go")])]),
+               Step("done")],
+        transitions=[Transition("work", "done")])
+
+
 def _billing(workflow_id: str, run) -> Workflow:
     return Workflow(
         id=workflow_id, initial={"lines": [1, 2, 3], "intent": "", "due_in": 0},
@@ -75,10 +138,9 @@ def _billing(workflow_id: str, run) -> Workflow:
         transitions=[Transition("bill", "done")])
 
 
-durable_charges = register(Workflow(
-    id="durable-charges", initial={"lines": [1, 2, 3, 4], "crash_after": None},
-    steps=[Step("charge", advance="auto", operations=[Operation(
-        "charge", run=charge_lines, durable=True, retries=2)]), Step("done")],
-    transitions=[Transition("charge", "done")]))
+durable_charges = register(_charges("durable-charges", charge_lines))
+async_charges = register(_charges("async-charges", acharge_lines))
+durable_reorder = register(_reorder("durable-reorder", reordered))
+async_reorder = register(_reorder("async-reorder", areordered))
 durable_billing = register(_billing("durable-billing", billing))
 async_billing = register(_billing("async-billing", abilling))
