@@ -168,12 +168,14 @@ SHOP_PAYMENTS = {
 }
 # How long the shop waits for the world outside (shop/times.py), in seconds: the bank's
 # confirmation (longer than the slow bank), the reminder of a declined card (three days in
-# a shop; a minute in the demo, to see it fire) and the email confirmation link's life.
+# a shop; a minute in the demo, to see it fire), the email confirmation link's life, and
+# when an invoice is due (two weeks in a shop; a minute in the demo, to see its run wake).
 SHOP_TIMES = {
     "PAYMENT_CONFIRMATION": float(os.environ.get("SHOP_PAYMENT_CONFIRMATION_TIMEOUT") or
                                   max(600, SHOP_PAYMENTS["SLOW_LATENCY"] + 300)),
     "PAYMENT_REMINDER": float(os.environ.get("SHOP_PAYMENT_REMINDER_AFTER", "60")),
     "EMAIL_LINK": float(os.environ.get("SHOP_EMAIL_LINK_MAX_AGE", str(3 * 24 * 3600))),
+    "INVOICE_DUE": float(os.environ.get("SHOP_INVOICE_DUE_AFTER", "60")),
 }
 
 # PostgreSQL instead of SQLite (the load test, bench/load.py, runs the site on it):

@@ -1,17 +1,23 @@
 """The shop's rows in the admin: what the workflows charged, refunded, reserved and shipped,
-the emails the demo's mailbox kept, and the nightly stock reports."""
+the invoices and their lines, the emails the demo's mailbox kept, and the nightly stock
+reports."""
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.utils.html import format_html_join, linebreaks, urlize
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join, linebreaks, urlize
 from django.utils.safestring import SafeString, mark_safe
+
+from django_workflows.models import WorkflowInstance
 
 from .models import (
     Charge,
     ChargeRequest,
     CourierBooking,
     Customer,
+    Invoice,
+    InvoiceLine,
     Payment,
     Refund,
     Reimbursement,
@@ -131,3 +137,44 @@ class StockReportAdmin(ReadOnlyAdmin):
         return mark_safe("<table><thead><tr><th>SKU</th><th>Article</th><th>On hand</th>"
                          f"<th>Reserved</th><th>Available</th></tr></thead><tbody>{rows}"
                          "</tbody></table>")
+
+
+class InvoiceLineInline(admin.TabularInline):
+    model = InvoiceLine
+    fields = readonly_fields = ("position", "description", "amount_cents", "payment_method",
+                                "status", "charge", "note")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(ReadOnlyAdmin):
+    """Invoices and what their run made of each line (invoices.py)."""
+
+    list_display = ["number", "customer", "currency", "due_at", "lines_by_status", "run"]
+    search_fields = ["number", "customer", "email"]
+    fields = readonly_fields = ("number", "customer", "email", "currency", "issued_at",
+                                "due_at", "run")
+    inlines = [InvoiceLineInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("lines")
+
+    @admin.display(description="Lines")
+    def lines_by_status(self, invoice: Invoice) -> str:
+        labels = dict(InvoiceLine.STATUSES)
+        statuses = [line.status for line in invoice.lines.all()]
+        return ", ".join(f"{statuses.count(s)} {labels[s].lower()}" for s in labels
+                         if s in statuses)
+
+    @admin.display(description="Invoice run")
+    def run(self, invoice: Invoice) -> str:
+        instance = WorkflowInstance.objects.filter(workflow="invoice-run",
+                                                   reference=invoice.number).first()
+        if instance is None:
+            return "—"
+        url = reverse("admin:django_workflows_workflowinstance_change", args=[instance.pk])
+        return format_html('<a href="{}">{}</a>', url, instance.get_status_display())

@@ -204,3 +204,44 @@ class ClaimCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.year}: {self.last} claims"
+
+
+class Invoice(models.Model):
+    """A business customer's invoice: its lines are charged one by one by an invoice run
+    (``invoices.py``), and what the bank declined is decided by a manager once it is due."""
+
+    number = models.CharField(max_length=40, unique=True)
+    customer = models.CharField(max_length=100)
+    email = models.EmailField()
+    currency = models.CharField(max_length=3, default="EUR")
+    issued_at = models.DateTimeField(auto_now_add=True)
+    due_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.number} ({self.customer})"
+
+
+class InvoiceLine(models.Model):
+    """One line of an invoice, charged on its own to the card it names (the card of the
+    customer's branch that ordered it); the invoice run writes its outcome here."""
+
+    OPEN, CHARGED, DECLINED, WRITTEN_OFF = "open", "charged", "declined", "written-off"
+    STATUSES = [(OPEN, "Not charged yet"), (CHARGED, "Charged"), (DECLINED, "Declined"),
+                (WRITTEN_OFF, "Written off")]
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveSmallIntegerField()
+    description = models.CharField(max_length=200)
+    amount_cents = models.PositiveIntegerField()
+    payment_method = models.CharField(max_length=60)
+    status = models.CharField(max_length=20, choices=STATUSES, default=OPEN)
+    charge = models.CharField(max_length=40, blank=True, default="")  # the provider's id
+    note = models.CharField(max_length=500, blank=True, default="")  # why declined, written off
+
+    class Meta:
+        ordering = ["invoice", "position"]
+        constraints = [models.UniqueConstraint(fields=["invoice", "position"],
+                                               name="shop_one_line_per_invoice_position")]
+
+    def __str__(self) -> str:
+        return f"{self.invoice.number} line {self.position}: {self.description}"

@@ -7,10 +7,12 @@
   if the order still waits for another card (:mod:`.reminders`).
 * ``EMAIL_LINK``: the email confirmation link works this long, and the onboarding waits
   this long for it (:mod:`.email_confirmation`).
+* ``INVOICE_DUE``: an invoice is due this long after it is issued; its run sleeps until
+  then before a manager decides on the lines the bank declined (:mod:`.invoices`).
 
 The workflows read them when they are defined (at start-up); the example project's
 settings read them from ``SHOP_PAYMENT_CONFIRMATION_TIMEOUT``,
-``SHOP_PAYMENT_REMINDER_AFTER`` and ``SHOP_EMAIL_LINK_MAX_AGE``.
+``SHOP_PAYMENT_REMINDER_AFTER``, ``SHOP_EMAIL_LINK_MAX_AGE`` and ``SHOP_INVOICE_DUE_AFTER``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ DEFAULTS = {
     "PAYMENT_CONFIRMATION": 30 * 60.0,
     "PAYMENT_REMINDER": 3 * 24 * 3600.0,
     "EMAIL_LINK": 3 * 24 * 3600.0,
+    "INVOICE_DUE": 14 * 24 * 3600.0,
 }
 
 

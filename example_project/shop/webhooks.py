@@ -18,6 +18,7 @@ from django.http import HttpRequest
 from django_workflows.webhooks import Delivery, webhook
 
 from . import payments
+from .invoices import CHARGE_REFERENCE as INVOICE_CHARGES
 
 # What the events this webhook reads must hold; any other body is answered 400.
 PAYMENT_EVENT = {
@@ -39,6 +40,8 @@ def payment_deliveries(request: HttpRequest, event: dict[str, Any]) -> list[Deli
     if event["type"] != "charge.succeeded":
         return []  # an event the shop does not need: answered 200, the provider is done
     charge = event["data"]["object"]
+    if str(charge.get("reference") or "").startswith(INVOICE_CHARGES):
+        return []  # no order waits for it: an invoice run counts it once it was made
     return [Delivery("order-fulfilment", "payment-confirmed",
                      {"charge": charge["id"], "amount_cents": charge["amount"],
                       "currency": charge["currency"]},

@@ -10,6 +10,7 @@ from django_workflows import Schedule
 from .bank import fake_bank
 from .expenses import expense_approval
 from .fulfilment import fulfilment
+from .invoices import invoice_run
 from .onboarding import identity_check, onboarding
 from .reminders import payment_reminder
 from .stock_report import report_state, stock_report
@@ -32,4 +33,4 @@ def nightly_stock_report() -> Schedule:
 SCHEDULES = [nightly_stock_report()] if getattr(settings, "SHOP_SCHEDULES", False) else []
 
 __all__ = ["SCHEDULES", "expense_approval", "fake_bank", "fulfilment", "identity_check",
-           "nightly_stock_report", "onboarding", "payment_reminder", "stock_report"]
+           "invoice_run", "nightly_stock_report", "onboarding", "payment_reminder", "stock_report"]

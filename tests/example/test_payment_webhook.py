@@ -150,6 +150,19 @@ def test_an_event_the_shop_does_not_need_is_acknowledged_and_changes_nothing(cli
     assert wf.reload(waiting).current_step == "confirmation"
 
 
+def test_an_invoice_runs_charge_is_acknowledged_and_signals_no_order(client, wf, waiting):
+    # The invoice run counts a line charged once the provider took it: no order waits.
+    invoice_charge = confirmed(payments.create_charge(
+        amount_cents=990, currency="EUR", payment_method="pm_card_ok",
+        reference="invoice:INV-7001", idempotency_key="invoice-1-line-1", merchant="shop"))
+
+    answer = deliver(client, bank.succeeded_event(invoice_charge))
+
+    assert (answer.status_code, answer.json()["deliveries"]) == (200, [])
+    assert not WorkflowSignal.objects.exists()
+    assert wf.reload(waiting).current_step == "confirmation"
+
+
 def test_a_charge_event_without_its_amount_is_refused(client, wf, waiting):
     event = bank.succeeded_event(Charge.objects.get())
     del event["data"]["object"]["amount"]
@@ -169,7 +182,8 @@ def test_the_customer_may_not_say_the_bank_paid(wf, waiting, customer):
     assert wf.reload(waiting).current_step == "confirmation"
 
 
-@pytest.mark.parametrize("workflow", ["fake-bank", "payment-reminder", "stock-report"])
+@pytest.mark.parametrize("workflow", ["fake-bank", "payment-reminder", "stock-report",
+                                      "invoice-run"])
 def test_a_customer_may_not_start_the_back_offices_workflows(wf, waiting, customer, workflow):
     # Above all the fake bank: it would confirm the customer's own charge.
     with pytest.raises(NotAllowed):
