@@ -7,8 +7,9 @@ neither clobbers nor disturbs a developer's demo, and on the interpreter of this
 test run (``DWF_DEMO_PYTHON``), so it shows the Python and Django being tested.
 Its payment provider posts real signed webhooks to its server, its emails are
 printed in its output (where the tests find the links), and its reminder's timer
-is two seconds. The tests run in order: Ctrl-C stops it, then it is started
-again on the same database, and once more with ``--reset``.
+and its sleeping invoice's due date are two seconds away. The tests run in order:
+Ctrl-C stops it, then it is started again on the same database, and once more with
+``--reset``.
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def start_demo(directory: Path, port: int, *arguments: str, log_name: str = "dem
     env = {**os.environ, "DWF_DEMO_PORT": str(port),
            "DWF_DEMO_DB": str(directory / "demo.sqlite3"), "PYTHONUNBUFFERED": "1",
            "DWF_DEMO_PYTHON": sys.executable,
-           "SHOP_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "SHOP_PAYMENT_REMINDER_AFTER": "2"}
+           "SHOP_PAYMENT_WEBHOOK_SECRET": WEBHOOK_SECRET, "SHOP_PAYMENT_REMINDER_AFTER": "2",
+           "SHOP_INVOICE_DUE_AFTER": "2"}
     env.pop("DJANGO_SETTINGS_MODULE", None)  # the tests' settings are not the demo's
     log = directory / log_name
     with log.open("wb") as output:
@@ -184,6 +186,11 @@ def stop_demo(demo: Demo, *, at_once: bool = False) -> None:
     for pid in session_processes(demo.process.pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    # Until they are gone: a server still dying holds its port, and the next demo started
+    # on it (--reset) would find "something answers on port".
+    deadline = time.monotonic() + 10
+    while session_processes(demo.process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -396,6 +403,32 @@ def test_the_declined_orders_reminder_fires_on_the_workers(demo):
 
     wait_until(reminded, seconds=60, demo=demo,
                what="the declined order's reminder did not fire (its timer: 2 s)")
+
+
+def test_the_sleeping_invoice_run_asks_on_the_workers_and_a_decision_ends_it(demo):
+    def asking():
+        _, inbox = call(demo, "GET", "/api/tasks/", user=OPERATOR)
+        return next((task for task in inbox["results"]
+                     if task["title"] == "Invoice INV-1002: 1 line declined"), None)
+
+    task = wait_until(asking, seconds=90, demo=demo,
+                      what="the invoice run INV-1002 did not ask the managers (due in 2 s)")
+    run = f"/api/instances/{task['instance']}/"
+    _, events = call(demo, "GET", run + "events/?page_size=100", user=OPERATOR)
+    assert "timer-wait" in [event["type"] for event in events["results"]]  # it slept
+    status, _ = call(demo, "POST", f"/api/tasks/{task['id']}/complete/",
+                     {"input": {"decision": "retry", "payment_method": "pm_card_ok"}},
+                     user=OPERATOR)
+    assert status == 200
+
+    def completed():
+        body = call(demo, "GET", run, user=OPERATOR)[1]
+        return body if body["status"] == "completed" else None
+
+    done = wait_until(completed, seconds=60, demo=demo,
+                      what="the invoice run did not complete after the managers' decision")
+    assert done["operations"][0]["result"] == {"invoice": "INV-1002", "charged": [1, 2],
+                                               "written_off": []}
 
 
 def test_the_demo_runs_the_nightly_stock_report_on_its_schedule(demo):

@@ -12,9 +12,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
-from django_workflows.models import WorkflowInstance
+from django_workflows.models import WorkflowInstance, WorkflowTask
 from django_workflows.reading.waiting import waiting_of
-from example_project.shop.models import Customer
+from example_project.shop.models import Customer, Invoice
 
 # Committed transactions, as when the command runs: work is handed out after commit.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.needs_q2]
@@ -57,7 +57,8 @@ def test_it_creates_instances_in_every_status(queued_work):
     assert set(WorkflowInstance.objects.values_list("workflow", flat=True)) == {
         "onboarding", "identity-check", "order-fulfilment", "expense-approval",
         "fake-bank",  # the provider's side of each charge
-        "payment-reminder"}  # of the declined card
+        "payment-reminder",  # of the declined card
+        "invoice-run"}
 
 
 def test_every_expense_claim_is_numbered_in_the_order_it_was_made(queued_work):
@@ -109,6 +110,29 @@ def test_the_slow_order_leaves_its_payment_to_a_worker(queued_work):
     assert [(op["id"], op["status"]) for op in slow.operations] == [("charge-card", "queued")]
 
 
+def test_an_invoice_due_yesterday_asks_the_managers_about_its_declined_line(queued_work):
+    demo_data()
+
+    run = WorkflowInstance.objects.get(workflow="invoice-run", reference="INV-1001")
+    task = WorkflowTask.objects.get(instance=run, status="open")
+    assert (task.title, task.candidates) == ("Invoice INV-1001: 1 line declined",
+                                             ["group:managers"])
+    assert "the Station café's T-shirts" in \
+        task.asked["form"]["properties"]["decision"]["description"]
+    assert "managers" in run.owner.groups.values_list("name", flat=True)  # the operator
+
+
+def test_an_invoice_due_in_a_minute_leaves_its_run_to_a_worker(queued_work):
+    with override_settings(SHOP_TIMES={"INVOICE_DUE": 60}):
+        demo_data()
+
+    invoice = Invoice.objects.get(number="INV-1002")
+    assert 0 < (invoice.due_at - timezone.now()).total_seconds() <= 60
+    run = WorkflowInstance.objects.get(workflow="invoice-run", reference="INV-1002")
+    assert [(op["id"], op["status"]) for op in run.operations] == [
+        ("charge-invoice", "queued")]
+
+
 def test_a_failed_order_is_left_rolling_back_for_a_worker(queued_work):
     demo_data()
 
@@ -129,5 +153,5 @@ def test_running_it_again_creates_no_more_instances(queued_work):
 def test_without_workers_it_leaves_out_the_live_work():
     output = demo_data()
 
-    assert "the slow order and the rollback are left out" in output
+    assert "the slow order, the rollback and the sleeping invoice run are left out" in output
     assert not WorkflowInstance.objects.filter(status="rolling-back").exists()

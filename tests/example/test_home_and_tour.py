@@ -13,7 +13,7 @@ from django_workflows.conf import DJANGO_Q_RUNNER, workflow_settings
 from django_workflows.models import WorkflowInstance, WorkflowTask
 from example_project.shop import tour
 
-from .browser import screenshot
+from .browser import off_the_browsers_thread, screenshot
 
 pytestmark = pytest.mark.urls("tests.example.urls")
 
@@ -142,7 +142,7 @@ def test_next_order_number_follows_the_highest_given(db):
 @pytest.mark.needs_q2
 def test_the_home_page_looks_like_the_shop_and_starts_the_live_cases(
         browser, live_server, transactional_db, queued_work):
-    call_command("workflows_demo_data", stdout=StringIO())
+    off_the_browsers_thread(lambda: call_command("workflows_demo_data", stdout=StringIO()))
     context = browser.new_context(base_url=live_server.url)
     context.set_default_timeout(10_000)
     page = context.new_page()

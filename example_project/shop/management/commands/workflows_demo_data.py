@@ -12,8 +12,12 @@ provider's webhook for ``SLOW_LATENCY`` seconds, five minutes in the demo, while
 the bank's side shows its progress), a failed order being rolled back, and the
 reminder of the order whose card was declined (its timer fires a minute after).
 One onboarding waits for its email confirmation link, which the demo's mailbox
-keeps (the admin's *Shop > Sent emails*). The home page starts the tour's live
-cases again (:mod:`example_project.shop.tour`).
+keeps (the admin's *Shop > Sent emails*). Two invoice runs (durable code,
+:mod:`example_project.shop.invoices`): INV-1001, due yesterday, asks the managers about
+its declined line; INV-1002 is due ``SHOP_TIMES["INVOICE_DUE"]`` after the data is made
+(a minute in the demo): the workers charge its lines, then its run sleeps until then and
+asks too. The home page starts the tour's live cases again
+(:mod:`example_project.shop.tour`).
 """
 
 from __future__ import annotations
@@ -21,17 +25,21 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.test import override_settings
+from django.utils import timezone
 
 from django_workflows import services
 from django_workflows.conf import IMMEDIATE_RUNNER, workflow_settings
 from django_workflows.exceptions import WorkflowNotMoved
 from django_workflows.models import WorkflowInstance
+from example_project.shop import times
+from example_project.shop.invoices import issue_invoice, start_invoice_run
 from example_project.shop.models import StockItem
 from example_project.shop.tour import expense, order, slow_order
 
@@ -41,6 +49,10 @@ USERS = [("operator", "operator-demo", True), ("alice", "alice-demo", False),
          ("bob", "bob-demo", False)]
 STOCK = [("MUG", "Mug", 1290), ("TEE", "T-shirt", 1990), ("CAP", "Cap", 1490),
          ("POSTER", "Poster", 990)]
+# INV-1001's lines, each charged to the card of the café that ordered it: one is declined.
+INVOICE_LINES = [("March: the Elm Street café's mugs", 25800, "pm_card_ok"),
+                 ("March: the Station café's T-shirts", 39800, "pm_card_declined"),
+                 ("March: the Park café's posters", 9900, "pm_card_ok")]
 STATUSES = ["idle", "running", "blocked", "failed", "rolling-back", "cancelled", "completed"]
 
 
@@ -92,6 +104,7 @@ class Command(BaseCommand):
                 self.onboardings(**users)
                 self.orders(**users)
                 self.expenses(**users)
+                self.invoice_asking_the_managers(**users)
             self.waiting_for_an_email_link(**users)
             self.live_work(**users)
             self.stdout.write("Created demo workflow instances:")
@@ -240,12 +253,27 @@ class Command(BaseCommand):
         services.next(withdrawn, user=alice)
         services.cancel(withdrawn, user=alice)
 
+    def invoice_asking_the_managers(self, operator: Any, alice: Any, bob: Any) -> None:
+        """Running: INV-1001 was due yesterday; its run charged its lines, one card was
+        declined, and it asks the managers (the operator is one) what to do with it."""
+        invoice = issue_invoice("INV-1001", "Springfield Cafés", "accounts@cafes.example",
+                                timezone.now() - timedelta(days=1), INVOICE_LINES)
+        start_invoice_run(invoice, user=operator)
+
     def live_work(self, operator: Any, alice: Any, bob: Any) -> None:
-        """Work left to the workers: a slow bank, and a rollback."""
+        """Work left to the workers: a slow bank, a rollback, an invoice run that sleeps."""
         if workflow_settings.RUNNER.__module__ == IMMEDIATE_RUNNER.rsplit(".", 1)[0]:
             self.stdout.write("No background workers (the immediate runner is configured): "
-                              "the slow order and the rollback are left out.")
+                              "the slow order, the rollback and the sleeping invoice run "
+                              "are left out.")
             return
+        # Due a minute from now in the demo: the run sleeps until then, then asks.
+        invoice = issue_invoice(
+            "INV-1002", "Shelbyville Bakeries", "accounts@bakeries.example",
+            timezone.now() + timedelta(seconds=times.seconds("INVOICE_DUE")),
+            [("March: the Main Street bakery's mugs", 15480, "pm_card_ok"),
+             ("March: the Harbour bakery's aprons", 8950, "pm_card_insufficient_funds")])
+        start_invoice_run(invoice, user=operator)
         slow_order(bob, operator)  # D-1004
         with work_runs_here():
             failed = services.create("order-fulfilment", owner=alice, user=operator,
