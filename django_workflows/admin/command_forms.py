@@ -3,7 +3,8 @@
 Each field a command takes becomes a form field of its kind (``engine.Input``): text,
 a number, a checkbox, a choice, or JSON for objects, lists and any value. Its inputs
 are named ``<command>-<field>`` (the form's prefix), so the buttons of one page never
-mix up each other's fields; the field a button acts on (an operation's id) is hidden.
+mix up each other's fields; the fields the page fills in from where a button is (the
+operation it acts on, the journal entry a retry starts from) are hidden.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from .. import engine
 
 def _form_field(taken: engine.Input, hidden: bool) -> forms.Field:
     options: dict[str, Any] = {"required": taken.required, "label": taken.name.capitalize()}
-    if hidden:
-        return forms.CharField(widget=forms.HiddenInput, **options)
+    if hidden:  # the page fills it in: of its kind (a position is a number), not shown
+        options["widget"] = forms.HiddenInput
+        if taken.kind == "integer":
+            return forms.IntegerField(**options)
+        return forms.CharField(**options)
     if taken.kind == "text":
         return forms.CharField(max_length=1000, **options)
     if taken.kind == "integer":
@@ -43,9 +47,9 @@ class CommandForm(forms.Form):
     def __init__(self, declared: type[engine.PersonCommand], data: Any = None,
                  **options: Any) -> None:
         super().__init__(data, prefix=declared.name, **options)
-        target = declared.target_field()
+        filled = declared.filled_by_page()
         for taken in declared.inputs():
-            self.fields[taken.name] = _form_field(taken, hidden=taken.name == target)
+            self.fields[taken.name] = _form_field(taken, hidden=taken.name in filled)
 
 
 def bound_form(declared: type[engine.PersonCommand], data: Any = None, *,

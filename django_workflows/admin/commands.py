@@ -2,9 +2,11 @@
 
 The buttons are the declared commands (``engine.ACTIONS``): those that act on the
 instance on the page's command bar, those that act on an operation on each
-operation's row, each with a form of what it takes (``command_forms.py``). Which ones
+operation's row, those offered on a journal's entries (``on_journal``: "Retry from
+here") on each entry, each with a form of what it takes (``command_forms.py``). Which ones
 apply, and why the others do not, is the service's answer for the user
-(``services.applies``, ``services.applies_to_operations``). A refusal, a stale page,
+(``services.applies``, ``services.applies_to_operations``,
+``services.applies_to_journal``). A refusal, a stale page,
 bad input, a busy row or a broken definition becomes a message: no exception of the
 service reaches the user as a 500.
 """
@@ -75,13 +77,14 @@ def verdicts(model_admin: Any, request: HttpRequest, instance: WorkflowInstance,
 
 
 def _button(declared: type[engine.PersonCommand], verdict: engine.Verdict,
-            offered: dict[str, tuple[Any, ...]] | None = None, **initial: Any) -> Button:
+            offered: dict[str, tuple[Any, ...]] | None = None, *, label: str | None = None,
+            **initial: Any) -> Button:
     confirm = None
     if verdict.confirm:  # the rule says why to ask (back reopens a completed instance)
         confirm = f"{verdict.confirm}. {declared.label}?"
     elif declared.destructive:
         confirm = f"{declared.label} this instance?"
-    return Button(declared.name, declared.label, declared.summary, confirm,
+    return Button(declared.name, label or declared.label, declared.summary, confirm,
                   verdict.allowed, verdict.message,
                   bound_form(declared, offered=offered, **initial))
 
@@ -112,6 +115,29 @@ def operation_buttons(model_admin: Any, request: HttpRequest, instance: Workflow
             if declared is not None and verdict.allowed:
                 by_operation.setdefault(operation, []).append(
                     _button(declared, verdict, operation=operation))
+    return by_operation
+
+
+def journal_buttons(model_admin: Any, request: HttpRequest, instance: WorkflowInstance,
+                    positions: dict[str, list[int]]) -> dict[str, dict[int, list[Button]]]:
+    """For each entry shown of the journals of the current step's operations (``positions``
+    by operation id), the commands offered on it that apply now: "Retry from here" (the
+    engine's dry run for that very entry, which says what to confirm)."""
+    if not model_admin.has_change_permission(request, instance) or not positions:
+        return {}
+    try:
+        found = services.applies_to_journal(instance, user=request.user, positions=positions)
+    except WorkflowError:
+        return {}
+    by_operation: dict[str, dict[int, list[Button]]] = {}
+    for name, operations in found.items():
+        declared = engine.ACTIONS.get(name)
+        for operation, verdicts in operations.items():
+            for position, verdict in verdicts.items():
+                if declared is not None and verdict.allowed:
+                    by_operation.setdefault(operation, {}).setdefault(position, []).append(
+                        _button(declared, verdict, label=f"{declared.label} from here",
+                                operation=operation, from_step=position))
     return by_operation
 
 

@@ -222,7 +222,11 @@ SENTENCES: dict[str, Callable[[Any, Facts], str]] = {
     "skip": lambda e, f: (f"{_step(f, e.step)} was skipped: it does not apply now"
                           if e.data.get("unavailable") else f"{_step(f, e.step)} was skipped"),
     "back": lambda e, f: f"Went back to {_step(f, e.step)}",
-    "retry": lambda e, f: f"Retried {_step(f, e.step)}: its unfinished work runs again",
+    "retry": lambda e, f: (
+        f"Retried {_step(f, e.step)} from entry {e.data['from_step']} of the journal of "
+        f"{e.data.get('operation')}: the entries from there were deleted, and its code runs "
+        "those steps again" if e.data.get("from_step") is not None
+        else f"Retried {_step(f, e.step)}: its unfinished work runs again"),
     "cancel": lambda e, f: "Cancelled" + (f": {e.data['reason']}" if e.data.get("reason")
                                           else ""),
     "rollback": _rollback,

@@ -30,7 +30,7 @@ from .changelist import (
     WorkflowFilter,
     search_instances,
 )
-from .commands import buttons, operation_buttons, run_command, verdicts
+from .commands import buttons, journal_buttons, operation_buttons, run_command, verdicts
 from .forms import (
     CreateInstanceForm,
     StateForm,
@@ -40,6 +40,7 @@ from .forms import (
     unread_state_form,
 )
 from .instance_waiting import SignalForm, send_signal, waiting_context
+from .journals import live_journals, positions_of, with_buttons
 from .pages import (
     change_url,
     definitions_context,
@@ -317,6 +318,9 @@ class WorkflowInstanceAdmin(SweepBanner, StorableLookupsAdmin[WorkflowInstance])
         for row in context["operations"]:  # the current step's own, not their children
             row["commands"] = on_operations.get(row["id"], []) if row["depth"] == 0 \
                 and row["step"] == instance.current_step else []
+        journals = context["journals"]  # "Retry from here" on each entry where it applies
+        with_buttons(journals, journal_buttons(self, request, instance, positions_of(
+            journals, instance.current_step)))
         return {
             "can_change": can_change,
             "commands": [b for b in commands if b.allowed],
@@ -330,7 +334,8 @@ class WorkflowInstanceAdmin(SweepBanner, StorableLookupsAdmin[WorkflowInstance])
 
         With ``?revision=`` naming another revision than the instance's, also the page's
         parts drawn anew (``parts``), which the page swaps all together; else, while work
-        runs, the timeline drawn up to now (``timeline``).
+        runs, the timeline drawn up to now (``timeline``) and the journals of the operations
+        whose attempt runs (``journals``, by operation id), which grow between revisions.
         """
         instance = self.get_object(request, unquote(object_id))
         if instance is None:
@@ -341,8 +346,11 @@ class WorkflowInstanceAdmin(SweepBanner, StorableLookupsAdmin[WorkflowInstance])
         if request.GET.get("revision", str(instance.revision)) != str(instance.revision):
             request.current_app = self.admin_site.name
             payload["parts"] = live_parts(request, self._instance_values(request, instance, None))
-        elif (timeline := live_timeline(request, instance)) is not None:
+            return JsonResponse(payload)
+        if (timeline := live_timeline(request, instance)) is not None:
             payload["timeline"] = timeline  # the same revision, later: its bars grown
+        if journals := live_journals(request, instance):
+            payload["journals"] = journals  # the entries its running code recorded since
         return JsonResponse(payload)
 
     def definitions_view(self, request: HttpRequest) -> TemplateResponse:

@@ -21,6 +21,7 @@ from ..graph import to_svg
 from ..models import ACTIVE_STATUSES, Status, WorkflowInstance
 from ..reading.queries import LiveOperation, live_operations, marks_of
 from .events import told
+from .journals import journals_of
 from .operations import error_now, progress_words, status_words, unit_of
 from .timeline import timeline_context
 
@@ -176,6 +177,9 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
         child["url"] = change_url(child["id"])
         child["status_label"] = Status(child["status"]).label
     operations = operations_of(instance)
+    journals = journals_of(instance)  # durable code's, under their operations' rows
+    for row in operations:
+        row["journal"] = journals.get(row["id"]) if row["depth"] == 0 else None
     tasks = list(instance.tasks.select_related("claimed_by", "completed_by")
                  .order_by("-created_at")[:TASKS_SHOWN])
     task: Any  # given url, for the template
@@ -186,7 +190,7 @@ def instance_context(request: HttpRequest, instance: WorkflowInstance) -> dict[s
         "instance": instance, "definition": definition, "tasks": tasks,
         "current_step_title": step.title if step is not None else "",
         "diagram": diagram(definition, instance),
-        "operations": operations,
+        "operations": operations, "journals": journals,
         "has_live_work": any(row["in_flight"] for row in operations)
         or any(b.status == "running" for b in instance.snap.parallel),
         "branches": _branches(instance),

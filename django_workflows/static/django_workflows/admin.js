@@ -5,7 +5,9 @@
  * operations' statuses, progress and log lines in place (a worker reports those on its
  * attempt's row). Once the revision moved on, the view sends every live part of the page
  * drawn anew (status, step, times, diagram, commands, work, state, events), and the page
- * swaps them all at once: the whole page is current, or none of it is. Only an unsaved
+ * swaps them all at once: the whole page is current, or none of it is. While an attempt
+ * runs, the journal of its durable code grows without a new revision: the view sends it,
+ * and the page draws it under the operation's row. Only an unsaved
  * edit (of the state, or a reason typed for a command) holds the swap back; then a notice
  * says the page is behind.
  */
@@ -90,6 +92,24 @@
     });
   }
 
+  function swapJournals(root, journals) {
+    // While an attempt runs, its code records entries between two revisions: its journal
+    // is drawn anew under its row, with what was unfolded kept unfolded.
+    Object.keys(journals).forEach(function (operation) {
+      var row = root.querySelector('tr.dwf-journal-row[data-journal-of="' + CSS.escape(operation) + '"]');
+      var holder = row ? row.querySelector(".dwf-journal-holder") : null;
+      if (!holder) { return; }
+      var open = Array.prototype.map.call(holder.querySelectorAll("details[id]"),
+        function (node) { return [node.id, node.open]; });
+      holder.innerHTML = journals[operation];
+      open.forEach(function (pair) {
+        var node = document.getElementById(pair[0]);
+        if (node) { node.open = pair[1]; }
+      });
+      row.hidden = false;
+    });
+  }
+
   function startPolling(root) {
     var url = root.getAttribute("data-live-url");
     var interval = 1000;
@@ -124,6 +144,7 @@
             var timeline = root.querySelector('[data-dwf-part="timeline"]');
             if (timeline) { timeline.innerHTML = data.timeline; }
           }
+          if (data.journals && !data.parts) { swapJournals(root, data.journals); }
           updateInPlace(root, data);
           if (data.finished) { return; }
           window.setTimeout(poll, interval);
