@@ -1,10 +1,11 @@
-"""The instance page's timeline: its rows read in four queries, drawn as SVG.
+"""The instance page's timeline: its rows read in at most five queries, drawn as SVG.
 
 One query for the instance's events (at most ``MAX_EVENTS``, the newest; the timeline
 says how many older ones it left out), one for its operations' attempt rows (a claim
-the instance has not recorded yet is only there), one for its nested children and one
-for their step events. Nothing is read per event. The drawing is
-:mod:`django_workflows.graph.timeline_svg`'s.
+the instance has not recorded yet is only there), one for the entries of its operations'
+journals (durable code: ``MAX_JOURNAL``, the newest; only once an operation was handed
+out), one for its nested children and one for their step events. Nothing is read per
+event. The drawing is :mod:`django_workflows.graph.timeline_svg`'s.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from django.utils.safestring import SafeString, mark_safe
 
 from .. import clock, engine, registry
 from ..engine import Workflow
-from ..graph.timeline import AttemptRow, Child, Happening, Titles
+from ..graph.timeline import AttemptRow, Child, Happening, JournalRow, Titles
 from ..graph.timeline_events import timeline_of
 from ..graph.timeline_svg import timeline_svg
-from ..models import Attempt, WorkflowEvent, WorkflowInstance
+from ..models import Attempt, JournalEntry, WorkflowEvent, WorkflowInstance
 
 MAX_EVENTS = 2000  # the newest; older ones are left out, and the timeline says so
 MAX_ATTEMPTS = 500
 MAX_CHILDREN = 10
 MAX_CHILD_EVENTS = 1000
+MAX_JOURNAL = 500  # the newest entries of its operations' journals, each a mark
 CHILD_EVENTS = engine.CHILD_LANE  # what a nested child's lane shows (engine/events.py)
 
 
@@ -51,6 +53,18 @@ def _error_text(error: Any) -> str | None:
     if error is None or isinstance(error, str):
         return error
     return str(error.get("message", error)) if isinstance(error, dict) else str(error)
+
+
+def _journal_rows(instance: WorkflowInstance) -> list[JournalRow]:
+    """The newest entries of its operations' journals, oldest first; no query before an
+    operation was handed out (its journal's key is its first attempt's token)."""
+    if not any(op.journal for op in instance.snap.operations):
+        return []
+    rows = (JournalEntry.objects.filter(instance=instance).order_by("-finished_at")
+            .values("operation", "position", "name", "kind", "finished_at", "tries")
+            [:MAX_JOURNAL])
+    return [JournalRow(row["operation"], row["position"], row["name"], row["kind"],
+                       row["finished_at"].timestamp(), row["tries"]) for row in rows][::-1]
 
 
 def timeline_context(instance: WorkflowInstance) -> dict[str, Any]:
@@ -94,7 +108,8 @@ def timeline_context(instance: WorkflowInstance) -> dict[str, Any]:
                        if instance.completed_at else 0.0)
     timeline = timeline_of(events, now=clock.now(), titles=titles_of(
         registry.find(instance.workflow)), attempts=attempts, status=instance.status,
-        finished_at=finished, children=nested, child_titles=child_titles, omitted=omitted)
+        finished_at=finished, children=nested, child_titles=child_titles, omitted=omitted,
+        journal=_journal_rows(instance))
     drawing: SafeString | str = ""
     if events:  # timeline_svg escapes every text it draws
         drawing = mark_safe(timeline_svg(timeline, tz=timezone.get_current_timezone(),

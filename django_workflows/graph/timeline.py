@@ -3,8 +3,9 @@
 Pure Python, from plain records (its events, and the attempt rows that say what a worker
 claimed before the instance recorded it): each step's stay, each attempt of an operation
 (queued, running, its outcome, the wait for a retry delay, a timeout and the stop after
-it), parallel branches, tasks from opened to decided, waits for signals and timers,
-pauses, a rollback's compensations and a nested child's steps.
+it), the steps of its durable code (marks where each finished), parallel branches, tasks
+from opened to decided, waits for signals and timers, pauses, a rollback's compensations
+and a nested child's steps.
 :func:`.timeline_events.timeline_of` reads them from events, :mod:`.timeline_svg` draws
 them, and ``django_workflows.admin.timeline`` reads the rows.
 """
@@ -41,6 +42,18 @@ class AttemptRow:
     claimed_at: float | None = None
     finished_at: float | None = None
     worker: str = ""
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    """An entry of an operation's journal (durable code): a step, or a wait that ended."""
+
+    operation: str
+    position: int
+    name: str
+    kind: str  # step, sleep, signal, task, patch
+    finished_at: float
+    tries: int = 1
 
 
 @dataclass(frozen=True)

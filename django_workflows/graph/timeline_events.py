@@ -18,6 +18,7 @@ from .timeline import (
     Bar,
     Child,
     Happening,
+    JournalRow,
     Lane,
     Mark,
     Timeline,
@@ -324,6 +325,13 @@ class _Builder:
             if row.status == "waiting":  # held back by its Limit or Rate
                 found["waiting"] = True
 
+    def journal(self, rows: Iterable[JournalRow]) -> None:
+        """Each entry of an operation's journal, a mark on its lane where it finished."""
+        for row in rows:
+            lane = self.lane(f"operation:{row.operation}",
+                             self.titles.operation(row.operation), "operation")
+            self.mark(lane, row.finished_at, "journal", journal_words(row))
+
     def finish(self, status: str, end: float) -> None:
         ongoing = status not in FINISHED
         for operation, attempts in self.attempts.items():
@@ -375,6 +383,18 @@ WAIT_EVENTS = ("signal-wait", "timer-wait", "signal", "signal-timeout", "timer-f
                "resume")
 
 
+def journal_words(row: JournalRow) -> str:
+    """What hovering a journal's mark says: ``step "charge-2" (#1) done, 3 tries``."""
+    if row.kind == "step":
+        tries = f", {row.tries} tries" if row.tries > 1 else ""
+        return f'step "{row.name}" (#{row.position}) done{tries}'
+    if row.kind == "patch":
+        return f'patch "{row.name}" (#{row.position}) taken'
+    what = {"sleep": "sleep", "signal": f'wait for the signal "{row.name}"',
+            "task": f'task "{row.name}"'}.get(row.kind, f'{row.kind} "{row.name}"')
+    return f"{what} (#{row.position}) ended"
+
+
 def attempt_bars(attempt: dict[str, Any], title: str) -> list[Bar]:
     """An attempt's wait for a worker and its run, coloured by how it ended; a timed-out or
     cancelled one's stop after."""
@@ -423,10 +443,11 @@ def timeline_of(events: Sequence[Happening], *, now: float, titles: Titles | Non
                 attempts: Iterable[AttemptRow] = (), status: str = "running",
                 finished_at: float | None = None, children: Sequence[Child] = (),
                 child_titles: Mapping[str, Titles] | None = None,
-                omitted: int = 0) -> Timeline:
+                omitted: int = 0, journal: Iterable[JournalRow] = ()) -> Timeline:
     """The lanes of an instance's history, oldest event first, up to ``now`` (or to when
     it finished). ``attempts``: the rows of its attempts (running ones the events do not
-    know yet); ``children``: its nested instances, each a lane of its steps."""
+    know yet); ``children``: its nested instances, each a lane of its steps; ``journal``:
+    the entries of its operations' journals, marks on their lanes."""
     titles = titles or Titles()
     builder = _Builder(titles)
     for event in events:
@@ -434,6 +455,7 @@ def timeline_of(events: Sequence[Happening], *, now: float, titles: Titles | Non
     running = finished_at is None
     end = max([now if running else finished_at or now, *(e.at for e in events[-1:])])
     builder.claims(attempts)
+    builder.journal(row for row in journal if row.finished_at <= end)
     builder.finish(status, end)
     lanes = list(builder.lanes.values())
     for child in children:

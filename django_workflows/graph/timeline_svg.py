@@ -46,7 +46,7 @@ COLOURS = {  # outcome -> (fill, text)
 MARKS = {  # kind -> colour
     "error": "#ba2121", "timeout": "#c05621", "overdue": "#c05621", "skip": "#777777",
     "claim": "#2b6cb0", "start": "#2f7d32", "complete": "#2f7d32", "cancel": "#4a4a4a",
-    "retry": "#6b46c1", "rollback": "#5a3e8e", "signal": "#6b46c1",
+    "retry": "#6b46c1", "rollback": "#5a3e8e", "signal": "#6b46c1", "journal": "#1d3a52",
 }
 
 
@@ -202,11 +202,15 @@ def _bar(bar: Bar, y: float, axis: Axis, timeline: Timeline, tz: tzinfo | None) 
 def _mark(mark: Mark, y: float, axis: Axis, tz: tzinfo | None) -> str:
     x, middle = axis.x(mark.at), y + ROW_HEIGHT / 2
     colour = MARKS.get(mark.kind, "#444444")
-    shape = (f'<path d="M {x:.1f} {middle - 6:.1f} l 6 6 l -6 6 l -6 -6 z" fill="{colour}" '
-             'stroke="#ffffff" stroke-width="1"/>' if mark.kind in ("error", "timeout",
-                                                                       "overdue")
-             else f'<circle cx="{x:.1f}" cy="{middle:.1f}" r="4.5" fill="{colour}" '
-                  'stroke="#ffffff" stroke-width="1"/>')
+    if mark.kind in ("error", "timeout", "overdue"):
+        shape = (f'<path d="M {x:.1f} {middle - 6:.1f} l 6 6 l -6 6 l -6 -6 z" '
+                 f'fill="{colour}" stroke="#ffffff" stroke-width="1"/>')
+    elif mark.kind == "journal":  # a step of durable code: a small tick across its bar
+        shape = (f'<rect x="{x - 1:.1f}" y="{middle - 5:.1f}" width="2" height="10" '
+                 f'fill="{colour}" stroke="#ffffff" stroke-width="0.5"/>')
+    else:
+        shape = (f'<circle cx="{x:.1f}" cy="{middle:.1f}" r="4.5" fill="{colour}" '
+                 'stroke="#ffffff" stroke-width="1"/>')
     return (f'<g class="dwf-tl-mark" data-kind="{_attr(mark.kind)}">'
             f"<title>{escape(mark.text)}\n{_moment(mark.at, tz, whole=True)}</title>"
             f"{shape}</g>")
