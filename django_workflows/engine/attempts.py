@@ -8,6 +8,7 @@ coalesced, so a busy operation writes at most once per ``flush_interval``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -116,10 +117,13 @@ class OperationContext(HookContext):
                  workflow: str, step: str | None, user: Any = None,
                  timeout: float | None = None, flush_interval: float = 1.0,
                  max_logs: int = MAX_LOGS, parent: OperationContext | None = None,
-                 replay: durable.Replay | None = None) -> None:
+                 replay: durable.Replay | None = None, asynchronous: bool = False) -> None:
         super().__init__(state=snapshot.state, instance_id=snapshot.id, workflow=workflow,
                          step=step, user=user, stop_reason=self._reason)
         self._parent = parent
+        # ``async def`` code: its durable calls answer awaitables. Told by its ``run``, not
+        # by a running event loop: plain code may run in a thread that has one (Jupyter).
+        self.asynchronous = asynchronous
         # ``ctx.step``: the step's id, as a hook's, that is also durable code's call.
         self.step: durable.StepCall = durable.StepCall(step or "", self)
         # A child's steps are the same journal's, at the positions that follow.
@@ -218,7 +222,7 @@ class OperationContext(HookContext):
         """``ctx.step(name, fn, ...)``: see :class:`~.durable.StepCall`."""
         if self._closed:
             raise StaleOperation()
-        if durable.in_event_loop():
+        if self.asynchronous:
             return durable.astep(self, name, fn, args, kwargs, retries, retry_delay, backoff)
         return durable.step(self, name, fn, args, kwargs, retries, retry_delay, backoff)
 
@@ -277,7 +281,7 @@ class OperationContext(HookContext):
         record an entry (a patch) even when no wait was woken, so it runs in a thread."""
         if self._closed:
             raise StaleOperation()
-        if not durable.in_event_loop():
+        if not self.asynchronous:
             return call()
 
         async def answer() -> Any:
@@ -314,7 +318,8 @@ class OperationContext(HookContext):
                 sink=self._sink, attempt=attempt, snapshot=self._snapshot,
                 workflow=self.workflow, step=self.step, user=self.user,
                 timeout=in_seconds(operation.timeout), flush_interval=self._flush_interval,
-                max_logs=operation.max_logs, parent=self)
+                max_logs=operation.max_logs, parent=self,
+                asynchronous=inspect.iscoroutinefunction(operation.run))
             try:
                 value = run_user_code(operation.run, child)
             except (OperationBlockedError, Cancelled, ReplayMismatch):
@@ -373,7 +378,8 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
                                step=current.step if current else None, user=user,
                                timeout=in_seconds(operation.timeout),
                                flush_interval=flush_interval,
-                               max_logs=operation.max_logs, replay=replay)
+                               max_logs=operation.max_logs, replay=replay,
+                               asynchronous=inspect.iscoroutinefunction(operation.run))
         try:
             value = run_user_code(operation.run, ctx)
         except Suspend as suspended:
@@ -443,7 +449,8 @@ def _compensate(work: Work, sink: AttemptSink, user: Any, flush_interval: float
         return AttemptOutcome(ok=True)
     ctx = OperationContext(sink=sink, attempt=found.attempt if found else 0, snapshot=snapshot,
                            workflow=definition.id, step=item.step, user=user,
-                           flush_interval=flush_interval)
+                           flush_interval=flush_interval,
+                           asynchronous=inspect.iscoroutinefunction(operation.rollback))
     outcome = _call(operation.rollback, found.result if found else None, ctx, keep=True,
                     what=f'The rollback of operation "{operation.id}"')
     ctx.close()

@@ -36,14 +36,6 @@ if TYPE_CHECKING:
     from .definition import Operation
 
 
-def in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
 def plain(value: Any, what: str) -> Any:
     """``value`` as JSON, or a TypeError naming ``what``."""
     try:

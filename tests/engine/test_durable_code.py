@@ -563,3 +563,20 @@ def test_async_durable_code_awaits_its_steps_and_waits():
 
     assert op(x, i, "charge").result == ["ch_1", "ch_2", True]
     assert charges.made == [1, 2]
+
+
+def test_plain_durable_code_in_a_thread_with_a_running_event_loop_is_not_taken_for_async():
+    """As under Jupyter or Playwright's sync API: the loop is there, the code is plain."""
+    import asyncio
+
+    charges = Charges()
+
+    def run(ctx):
+        return [ctx.step(f"charge-{line}", charges.charge, line) for line in (1, 2)]
+
+    async def in_a_loop():
+        return started(invoice(run, durable=True))
+
+    x, i = asyncio.run(in_a_loop())
+
+    assert op(x, i, "charge").result == ["ch_1", "ch_2"]

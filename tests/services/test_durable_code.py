@@ -74,3 +74,27 @@ def test_a_step_is_one_insert_and_the_first_attempt_reads_no_journal():
     assert [sql.split()[0] for sql in journaled] == ["INSERT"] * 3
     assert journal(instance) == [(0, "step", "charge-1"), (1, "step", "charge-2"),
                                  (2, "step", "charge-3")]
+
+
+def test_what_a_task_asked_by_code_shows_comes_from_its_keys_or_its_hook():
+    from django_workflows import Operation, Step, Task, Workflow, registry
+    from django_workflows.reading import inbox
+
+    def run(ctx):
+        ctx.ask(Task({"type": "object"}, title="By keys", show=["customer"]))
+        ctx.ask(Task({"type": "object"}, title="By a hook",
+                     show=lambda ctx: [("Declined", f"line 2 of {ctx.state['customer']}")]))
+
+    registry.register(Workflow(id="shows", initial={"customer": "Ada"}, steps=[
+        Step("ask", operations=[Operation("ask", run=run, durable=True)])]))
+    try:
+        instance = services.create("shows", start=True)
+        first = WorkflowTask.objects.get(instance=instance, status="open")
+        assert [(line.label, line.value) for line in inbox.shown_for(first, instance)] == [
+            ("Customer", "Ada")]
+        services.complete(instance, input={})
+        second = WorkflowTask.objects.get(instance=instance, status="open")
+        assert [(line.label, line.value) for line in inbox.shown_for(second, instance)] == [
+            ("Declined", "line 2 of Ada")]
+    finally:
+        registry.unregister("shows")

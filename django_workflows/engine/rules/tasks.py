@@ -115,11 +115,14 @@ def task_of(definition: Workflow, task: TaskSnapshot) -> Task | None:
     if task.asked is not None:
         asked = task.asked
         show = asked.get("show") or None
+        if show and not isinstance(show[0], str):  # label/value pairs, as the code's hook
+            pairs = [tuple(pair) for pair in show]  # gave them when it asked
+            show = lambda ctx: pairs  # noqa: E731 (a hook, as Task.show takes)
         return Task(asked.get("form") or {"type": "object"}, title=task.title,
                     candidates=tuple(asked.get("candidates") or ()),
                     escalate_to=tuple(asked.get("escalate_to") or ()),
                     exclude_owner=bool(asked.get("exclude_owner")),
-                    show=tuple(show) if show and isinstance(show[0], str) else None)
+                    show=tuple(show) if show and not callable(show) else show)
     step = definition.steps_by_id.get(task.step)
     return step.task if step is not None else None
 
