@@ -117,11 +117,11 @@ def test_fuzzing_the_api_from_its_schema_finds_no_server_error(live_server, caps
     # /api/schema/ is drf-spectacular's own view, not part of the contract.
     operations = [operation for operation in (r.ok() for r in schema.get_all_operations())
                   if operation.path != "/api/schema/"]
-    # The root, the two lists, create, an instance, its state, events and tasks, the
-    # definitions, one per command, the task inbox, a task and one per task command,
-    # sending a signal: every operation.
+    # The root, the two lists, create, an instance, its state, events, tasks and an
+    # operation's journal, the definitions, one per command, the task inbox, a task and one
+    # per task command, sending a signal: every operation.
     # ... then POST /api/signals/ (1) and the schedules (2).
-    assert len(operations) == 9 + len(COMMAND_NAMES) + 2 + len(TASK_COMMANDS) + 1 + 2
+    assert len(operations) == 10 + len(COMMAND_NAMES) + 2 + len(TASK_COMMANDS) + 1 + 2
     for operation in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             @hypothesis.settings(max_examples=EXAMPLES, deadline=None, database=None,
