@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from django_workflows.engine import Operation, Retry, Step, Transition, Workflow, verdict
+from django_workflows.engine import (
+    Operation,
+    Retry,
+    Signal,
+    Step,
+    Transition,
+    Workflow,
+    verdict,
+)
 
 from .helpers_work import op, started
 
@@ -129,6 +137,57 @@ def test_a_wait_after_the_entry_begins_again():
     x.advance(60)
     assert op(x, i, "quote").result == "confirmed"
     assert ran == ["reserve", "confirm", "confirm"]
+
+
+def test_a_signal_among_the_entries_deleted_is_waited_for_again():
+    confirmed = []
+
+    def run(ctx):
+        ctx.step("reserve", lambda: "r1")
+        paid = ctx.wait_for_signal("paid")
+        return ctx.step("confirm", confirm, paid["amount"])
+
+    def confirm(amount):
+        confirmed.append(amount)
+        if len(confirmed) == 1:
+            raise RuntimeError("the partner said no")
+        return f"confirmed {amount}"
+
+    x, i = started(quoting(run, durable=True, signals=[Signal("paid")]))
+    x.signal(i, "paid", {"amount": 7})
+    assert x.snapshot(i).status == "failed"
+
+    x.retry(i, operation="quote", from_step=1)
+
+    assert op(x, i, "quote").status == "suspended"  # the payload taken before is gone
+    assert (x.snapshot(i).waiting.kind, x.snapshot(i).waiting.name) == ("signal", "paid")
+    x.signal(i, "paid", {"amount": 9})
+    assert op(x, i, "quote").result == "confirmed 9"
+    assert confirmed == [7, 9]
+
+
+def test_a_retry_from_an_entry_after_the_wait_keeps_the_signal_it_took():
+    confirmed, noted = [], []
+
+    def run(ctx):
+        paid = ctx.wait_for_signal("paid")
+        ctx.step("note", noted.append, paid["amount"])
+        return ctx.step("confirm", confirm, paid["amount"])
+
+    def confirm(amount):
+        confirmed.append(amount)
+        if len(confirmed) == 1:
+            raise RuntimeError("the partner said no")
+        return f"confirmed {amount}"
+
+    x, i = started(quoting(run, durable=True, signals=[Signal("paid")]))
+    x.signal(i, "paid", {"amount": 7})
+    assert x.snapshot(i).status == "failed"
+
+    x.retry(i, operation="quote", from_step=1)  # "note" and after; the signal stays
+
+    assert op(x, i, "quote").result == "confirmed 7"
+    assert (noted, confirmed) == ([7, 7], [7, 7])
 
 
 def test_what_applies_now_asks_a_person_to_confirm_a_retry_from_a_step():
