@@ -529,7 +529,9 @@ class JournalEntry(models.Model):
         verbose_name_plural = _("journal entries")
         constraints = [models.UniqueConstraint(fields=["journal", "position"],
                                                name="dwf_journal_position")]
-        indexes = [models.Index(fields=["instance", "journal"], name="dwf_journal_instance")]
+        indexes = [models.Index(fields=["instance", "journal"], name="dwf_journal_instance"),
+                   # The timeline's newest entries of an instance, whatever their journal.
+                   models.Index(fields=["instance", "finished_at"], name="dwf_journal_finished")]
 
     def __str__(self) -> str:
         return f"{self.operation} #{self.position} {self.kind} {self.name}"

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
             options={
                 'verbose_name': 'journal entry',
                 'verbose_name_plural': 'journal entries',
-                'indexes': [models.Index(fields=['instance', 'journal'], name='dwf_journal_instance')],
+                'indexes': [models.Index(fields=['instance', 'journal'], name='dwf_journal_instance'), models.Index(fields=['instance', 'finished_at'], name='dwf_journal_finished')],
                 'constraints': [models.UniqueConstraint(fields=('journal', 'position'), name='dwf_journal_position')],
             },
         ),
