@@ -206,7 +206,8 @@ def _validate(event: Any, facts: Facts) -> str:
 
 
 def _task(event: Any, facts: Facts) -> str:
-    return f"“{facts.titles.task(event.step)}”"
+    """Its title: its step's task's, or its own when durable code asked it."""
+    return f"“{(event.data or {}).get('title') or facts.titles.task(event.step)}”"
 
 
 def _who(event: Any) -> str:

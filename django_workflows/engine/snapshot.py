@@ -205,6 +205,14 @@ class TaskSnapshot:
     def is_open(self) -> bool:
         return self.status == "open"
 
+    @property
+    def named(self) -> dict[str, Any]:
+        """What its events carry to name it: its id, and for a task asked by durable code
+        (whose title is its own, not its step's) the operation and the title."""
+        if self.operation is None:
+            return {"task": self.id}
+        return {"task": self.id, "operation": self.operation, "title": self.title}
+
 
 @dataclass(frozen=True)
 class WaitSnapshot:

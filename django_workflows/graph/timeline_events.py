@@ -213,8 +213,11 @@ class _Builder:
 
     def read_task(self, event: Happening) -> None:
         task = str(event.data.get("task", ""))
-        title = self.titles.task(event.step)
-        lane = self.lane(f"task:{event.step}", f"task: {title}", "task")
+        # A task durable code asked has its own title, and a lane of its own.
+        asked = event.data.get("title")
+        title = asked or self.titles.task(event.step)
+        key = f"task:{event.step}:{asked}" if asked else f"task:{event.step}"
+        lane = self.lane(key, f"task: {title}", "task")
         if event.type == "task-open":
             candidates = ", ".join(event.data.get("candidates") or ()) or "nobody named"
             self.tasks[task] = {"opened": event.at, "lane": lane, "candidates": candidates}

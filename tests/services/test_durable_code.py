@@ -98,3 +98,17 @@ def test_what_a_task_asked_by_code_shows_comes_from_its_keys_or_its_hook():
             ("Declined", "line 2 of Ada")]
     finally:
         registry.unregister("shows")
+
+
+def test_the_event_log_and_the_timeline_name_a_task_asked_by_code_by_its_own_title():
+    from django_workflows.admin.events import sentence
+    from django_workflows.admin.timeline import timeline_context
+
+    instance = services.create("durable-billing", state={"lines": [1], "intent": "pi_3"},
+                               start=True)
+    services.signal("durable-billing", "paid", {"amount": 1}, correlation="pi_3")
+    instance = WorkflowInstance.objects.get(pk=instance.pk)
+
+    opened = instance.events.get(type="task-open")
+    assert sentence(opened).startswith("The task “Review the invoice” opened")
+    assert "task: Review the invoice" in timeline_context(instance)["timeline"]

@@ -114,8 +114,7 @@ def ask(c: Change, operation: OperationSnapshot, suspension: Suspension, token: 
                         due_at=due, operation=operation.id, position=suspension.position,
                         asked=asked)
     put_task(c, task, opened=True)
-    c.emit("task-open", step=operation.step, task=task.id, candidates=list(task.candidates),
-           operation=operation.id)
+    c.emit("task-open", step=operation.step, candidates=list(task.candidates), **task.named)
     if due is not None:
         c.effect(SetDeadline(c.snap.id, "task-due", task.id, due))
 

@@ -48,7 +48,7 @@ def claim(c: Change, command: Claim) -> None:
         raise Refused("task_claimed", f'"{task.title}" is claimed by someone else')
     c.checked()
     put_task(c, replace(task, claimed_by=c.env.actor))
-    c.emit("task-claim", step=task.step, task=task.id)
+    c.emit("task-claim", step=task.step, **task.named)
 
 
 def release(c: Change, command: Release) -> None:
@@ -57,7 +57,7 @@ def release(c: Change, command: Release) -> None:
         raise Refused("not_claimed", f'"{task.title}" is not claimed')
     c.checked()
     put_task(c, replace(task, claimed_by=None))
-    c.emit("task-release", step=task.step, task=task.id, released=task.claimed_by)
+    c.emit("task-release", step=task.step, released=task.claimed_by, **task.named)
 
 
 def complete(c: Change, command: Complete) -> None:
@@ -103,10 +103,7 @@ def close_task(c: Change, task: TaskSnapshot, value: dict[str, Any]) -> None:
                         completed_by=c.env.actor, input=value, completed_at=c.env.now))
     if task.due_at is not None and not task.overdue:
         c.effect(ClearDeadline(c.snap.id, task.id))
-    data: dict[str, Any] = {"input": value}
-    if task.operation is not None:
-        data["operation"] = task.operation
-    c.emit("task-complete", step=task.step, task=task.id, **data)
+    c.emit("task-complete", step=task.step, input=value, **task.named)
 
 
 def task_of(definition: Workflow, task: TaskSnapshot) -> Task | None:
@@ -148,4 +145,4 @@ def task_due(c: Change, token: str) -> None:
     candidates = (*task.candidates, *(e for e in escalated if e not in task.candidates))
     put_task(c, replace(task, overdue=True, candidates=candidates),
              candidates_changed=candidates != task.candidates)
-    c.emit("task-overdue", step=task.step, task=task.id, escalated_to=list(escalated))
+    c.emit("task-overdue", step=task.step, escalated_to=list(escalated), **task.named)

@@ -234,6 +234,6 @@ def cancel_task(c: Change, reason: str) -> None:
     if task is None:
         return
     put_task(c, replace(task, status="cancelled", completed_at=c.env.now))
-    c.emit("task-cancel", step=task.step, task=task.id, reason=reason)
+    c.emit("task-cancel", step=task.step, reason=reason, **task.named)
     if task.due_at is not None and not task.overdue:
         c.effect(ClearDeadline(c.snap.id, task.id))
