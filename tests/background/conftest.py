@@ -50,11 +50,13 @@ class Clusters:
         return self.current
 
     def start(self, broker: str, **env: str) -> Process | Workers:
-        switching = self._key is None or self._key[0] != broker
         self.stop()
-        if switching and broker in BACKENDS and BACKENDS[broker] == "rq":
-            # A worker an earlier module killed may hold RQ's scheduler lock for a minute
-            # more; each module's workers start as on a machine of their own.
+        if broker in BACKENDS and BACKENDS[broker] == "rq":
+            # A worker killed -9 (by a test of this module or an earlier one) may hold RQ's
+            # scheduler lock for a minute more (its TTL), and a worker that finds it taken
+            # tries again only at its maintenance, ten minutes on: no deferred Task (the
+            # sweep's chain) would run. None of ours is alive now; each set of workers
+            # starts as on a machine of its own.
             forget_rq_scheduler_lock()
         self._stack = ExitStack()
         start = tasks_background if broker in BACKENDS else background

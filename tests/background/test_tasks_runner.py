@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.core.checks import run_checks
@@ -137,8 +138,12 @@ def test_chains_started_again_and_again_end_but_one(cluster):
     # Each extra chain ends at its next run, which waits its turn in the backend's queue
     # (RQ's scheduler moves a deferred one over once a second): seconds, more on a busy
     # machine, hence the wide deadline.
-    wait_for(lambda: pending_sweeps(cluster.runner) <= 1, timeout=45,
-             message="the extra chains to end")
+    try:
+        wait_for(lambda: pending_sweeps(cluster.runner) <= 1, timeout=45,
+                 message="the extra chains to end")
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; waiting: {pending_sweep_runs(cluster.runner)}") \
+            from None
     time.sleep(1)  # and none comes back
     assert pending_sweeps(cluster.runner) <= 1
     assert SweepLease.objects.get(name=CHAIN).held_until > timezone.now()
@@ -210,20 +215,35 @@ def ran_at(said: str) -> tuple[int, str]:
 
 def pending_sweeps(runner: str) -> int:
     """Runs of the sweep's chain waiting in the backend (queued or deferred)."""
+    return len(pending_sweep_runs(runner))
+
+
+def pending_sweep_runs(runner: str) -> list[str]:
+    """Each run of the sweep's chain waiting in the backend: its chain and when it is due."""
     from django_workflows.runners.tasks.sweep_chain import chain_run
 
     if runner == "tasks-db":
         from django_tasks_db.models import DBTaskResult
 
-        return DBTaskResult.objects.filter(
-            task_path=chain_run.module_path,
-            status="READY").count()
+        return [f"{row.args_kwargs} after {row.run_after}" for row in DBTaskResult.objects.filter(
+            task_path=chain_run.module_path, status="READY")]
     import django_rq
     from rq.registry import ScheduledJobRegistry
 
     from tests.tasks_workers import queue_name
 
     queue = django_rq.get_queue(queue_name())
-    jobs = [queue.fetch_job(id) for id in
-            [*queue.job_ids, *ScheduledJobRegistry(queue=queue).get_job_ids()]]
-    return sum(1 for job in jobs if job is not None and job.func_name == chain_run.module_path)
+    scheduled = ScheduledJobRegistry(queue=queue)
+    jobs = [queue.fetch_job(id) for id in [*queue.job_ids, *scheduled.get_job_ids()]]
+    return [f"{job.kwargs} {job.get_status()}{due_in(scheduled, job)}"
+            for job in jobs if job is not None and job.func_name == chain_run.module_path]
+
+
+def due_in(scheduled: Any, job: Any) -> str:
+    """When a deferred RQ job is due; one long overdue says RQ's scheduler moves none (its
+    lock held by a worker killed -9: tests/background/conftest.py)."""
+    if job.id not in scheduled:
+        return ""
+    at = scheduled.get_scheduled_time(job)
+    late = (timezone.now() - at).total_seconds()
+    return f" at {at:%H:%M:%S}" + (f", {late:.0f} s overdue" if late > 2 else "")
