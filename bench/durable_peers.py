@@ -4,6 +4,7 @@
     .venv/bin/python bench/durable_peers.py                     # 4 steps and 1; ~4 minutes
     .venv/bin/python bench/durable_peers.py --steps 4 --rounds 5 --seconds 5
     .venv/bin/python bench/durable_peers.py --before HEAD~1     # and another commit's code
+    .venv/bin/python bench/durable_peers.py --steps 1 --bound   # and with no flush waited for
 
 The peer is ``dbos_bench.py direct --steps N`` of the shared peers bench (``--peers``,
 default ``../shared/bench-peers`` beside this checkout; its README says how to make its
@@ -23,7 +24,9 @@ CPU per workflow and what PostgreSQL did per workflow, then ours over DBOS's rat
 same number of steps: the aim is 2.0 or more. Ours also counts, over ``--account`` more
 workflows after the timed loop, the statements it sent, and the WAL commit records and bytes
 of its own database alone (``bench/server_costs.py: database_wal``), which other clients of
-the server do not blur as they do ``pg_stat_wal``.
+the server do not blur as they do ``pg_stat_wal``. ``--bound`` adds ours with commits that do
+not wait for their WAL flush (``synchronous_commit=off``, which is not durable): no change
+that saves flushes can go faster than that.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -57,6 +61,8 @@ def inline(options: argparse.Namespace) -> None:
     sys.path.append(options.peers)
     os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings_inline"
     os.environ["DWF_BENCH_DB"] = options.db
+    if options.no_flush_wait:
+        os.environ["DWF_BENCH_NO_FLUSH_WAIT"] = "1"
     import pgstats  # the shared peers bench's: the same reading as DBOS's
 
     pgstats.recreate(options.db)
@@ -67,7 +73,7 @@ def inline(options: argparse.Namespace) -> None:
     from django.db import connection, connections
 
     import django_workflows
-    from bench.server_costs import database_counters, database_wal
+    from bench.server_costs import database_counters, database_wal, wal_rows
     from django_workflows import services
     from django_workflows.models import WorkflowInstance
 
@@ -117,7 +123,8 @@ def inline(options: argparse.Namespace) -> None:
             n = options.account
             out["own"] = {"statements": sum(kinds.values()) / n,
                           "kinds": {k: v / n for k, v in sorted(kinds.items())},
-                          "wal_bytes": size / n, "wal_commits": commits / n, "fpi_bytes": fpi / n}
+                          "wal_bytes": size / n, "wal_commits": commits / n, "fpi_bytes": fpi / n,
+                          "wal_by_table": (wal_rows(start, end, n) or [])[:options.wal_rows]}
         total = WorkflowInstance.objects.filter(workflow=options.workflow).count()
         done = WorkflowInstance.objects.filter(workflow=options.workflow,
                                                current_step="done").count()
@@ -143,14 +150,19 @@ def contenders(options: argparse.Namespace, before: str | None) -> list[tuple[st
         if steps == 1:
             ours.append(("bench-noop", "project-inline"))
         for workflow, name in ours:
-            trees = [("", name)] + ([(before, f"{name}@{options.before}")] if before else [])
-            for tree, label in trees:
+            trees = [("", name, [])]
+            if before:
+                trees.append((before, f"{name}@{options.before}", []))
+            if options.bound:
+                trees.append(("", f"{name}-no-flush-wait", ["--no-flush-wait"]))
+            for tree, label, extra in trees:
                 jobs.append((label, [sys.executable, __file__, "inline", "--workflow",
                                      workflow, "--steps", str(steps), "--name", label,
                                      "--tree", tree, "--seconds", str(options.seconds),
                                      "--peers", options.peers, "--account",
-                                     str(options.account), "--db",
-                                     f"dwf_bench_inline_{os.getpid()}"]))
+                                     str(options.account), "--wal-rows",
+                                     str(options.wal_rows), "--db",
+                                     f"dwf_bench_inline_{os.getpid()}", *extra]))
     return jobs
 
 
@@ -204,11 +216,21 @@ def report(results: dict[str, list[dict[str, Any]]], options: argparse.Namespace
               f"{med(name, lambda o: o['pg']['wal_bytes']):,.0f} | "
               f"{med(name, lambda o: o['pg']['inserted']):.1f} / "
               f"{med(name, lambda o: o['pg']['updated']):.1f} | {own_text} |")
+    for name, runs in results.items():
+        own = runs[-1].get("own")
+        if own and own["wal_by_table"]:
+            print(f"\n`{name}`, per workflow over the last round's {options.account} more: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in own["kinds"].items())
+                  + "; its largest WAL records (bench/server_costs.py: wal_rows):\n")
+            print("| table or index: record | bytes | records |\n|---|---:|---:|")
+            for what, size, records in own["wal_by_table"]:
+                print(f"| {what} | {size:,.0f} | {records:.2f} |")
     print("\n| ours | DBOS | ours / DBOS (medians) | aim >= 2.0 |\n|---|---|---:|---|")
     for name in results:
         if not name.startswith("project-inline"):
             continue
-        steps = int(name.split("-")[2].split("steps")[0]) if "steps" in name else 1
+        found = re.match(r"project-inline-(\d+)steps", name)
+        steps = int(found.group(1)) if found else 1
         peer = "dbos-direct" if steps == 1 else f"dbos-direct-{steps}steps"
         if peer in results:
             ratio = med(name, lambda o: o["rate"]) / med(peer, lambda o: o["rate"])
@@ -225,6 +247,12 @@ def main() -> None:
                         help="ours: statements and own WAL over this many more (0: none)")
     parser.add_argument("--before", default="", metavar="COMMIT",
                         help="also run our contenders on this commit's django_workflows")
+    parser.add_argument("--wal-rows", type=int, default=12,
+                        help="ours: the largest WAL records shown, by table and index")
+    parser.add_argument("--bound", action="store_true",
+                        help="also ours with commits that do not wait for their WAL flush "
+                             "(synchronous_commit=off; not durable): what fewer flushes "
+                             "could give at most")
     parser.add_argument("--peers", default=str(ROOT.parent / "shared" / "bench-peers"))
     parser.add_argument("--dbos-python", default=DBOS_PYTHON)
     # the inline child's own
@@ -233,6 +261,7 @@ def main() -> None:
     parser.add_argument("--tree", default="", help=argparse.SUPPRESS)
     parser.add_argument("--db", default="dwf_bench_inline", help=argparse.SUPPRESS)
     parser.add_argument("--warm-up", type=int, default=20, help=argparse.SUPPRESS)
+    parser.add_argument("--no-flush-wait", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.mode == "inline":
         options.steps = int(options.steps)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,14 +36,26 @@ def wal_by_relation(start: int, end: int, operations: int) -> None:
     """Where the WAL between two positions went, per operation: by table and index of this
     database (pg_walinspect reads the records), and the commit records of the same
     transactions. Records of other databases on the server are left out."""
+    rows = wal_rows(start, end, operations)
+    if rows is None:
+        return
+    print("\nWAL per operation, by what it was written for (pg_walinspect):\n")
+    print("| table or index: record | bytes | records |")
+    print("| --- | ---: | ---: |")
+    for what, size, records in rows:
+        print(f"| {what} | {size:,.0f} | {records:.2f} |")
+
+
+def wal_rows(start: int, end: int, operations: int) -> list[tuple[str, float, float]] | None:
+    """:func:`wal_by_relation`'s rows (what, bytes and records per operation), the largest
+    first; None (and why, printed) without pg_walinspect."""
     with connection.cursor() as cursor:
         try:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         except DatabaseError as error:  # PostgreSQL before 15, or without its contrib
             print(f"\n(no WAL by table: pg_walinspect is not available: {error})")
-            return
-        cursor.execute("SELECT oid FROM pg_database WHERE datname = current_database()")
-        database = f"/{cursor.fetchone()[0]}/"
+            return None
+        database, end = _database_and_flushed(cursor, end)
         cursor.execute(
             """WITH records AS (
                    SELECT * FROM pg_get_wal_records_info('0/0'::pg_lsn + %s,
@@ -57,12 +70,23 @@ def wal_by_relation(start: int, end: int, operations: int) -> None:
                WHERE strpos(r.block_ref, %s) > 0
                   OR (r.resource_manager = 'Transaction' AND r.xid IN (SELECT xid FROM ours))
                GROUP BY 1 ORDER BY 2 DESC""", [start, end, database, database])
-        rows = cursor.fetchall()
-    print("\nWAL per operation, by what it was written for (pg_walinspect):\n")
-    print("| table or index: record | bytes | records |")
-    print("| --- | ---: | ---: |")
-    for what, size, records in rows:
-        print(f"| {what} | {size / operations:,.0f} | {records / operations:.2f} |")
+        return [(what, size / operations, records / operations)
+                for what, size, records in cursor.fetchall()]
+
+
+def _database_and_flushed(cursor: Any, end: int) -> tuple[str, int]:
+    """This database's oid as a WAL record names it (``/oid/``), and ``end`` once the WAL is
+    flushed that far (pg_walinspect reads no further): at once where commits wait for their
+    flush, within the WAL writer's delay where they do not (``synchronous_commit=off``); no
+    further than the flush of three seconds later."""
+    deadline = time.monotonic() + 3
+    while True:
+        cursor.execute("SELECT oid, pg_current_wal_flush_lsn() - '0/0'::pg_lsn "
+                       "FROM pg_database WHERE datname = current_database()")
+        oid, flushed = cursor.fetchone()
+        if int(flushed) >= end or time.monotonic() > deadline:
+            return f"/{oid}/", min(end, int(flushed))
+        time.sleep(0.05)
 
 
 def database_wal(start: int, end: int) -> tuple[int, int, int]:
@@ -70,16 +94,11 @@ def database_wal(start: int, end: int) -> tuple[int, int, int]:
     tables and indexes, and the commit records of their transactions), its commit records
     (each a WAL flush at ``synchronous_commit=on``), and the bytes of full-page images among
     them (a page's first change after a checkpoint: they move from run to run). Records of
-    other databases on the server are left out; ``end`` is taken no further than the WAL
-    flushed, where a commit that waited for its flush ends."""
+    other databases on the server are left out."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT oid, pg_current_wal_flush_lsn() - '0/0'::pg_lsn FROM pg_database "
-                       "WHERE datname = current_database()")
-        oid, flushed = cursor.fetchone()
-        end = min(end, int(flushed))
+        database, end = _database_and_flushed(cursor, end)
         if start >= end:
             return 0, 0, 0
-        database = f"/{oid}/"
         cursor.execute(
             """WITH records AS (
                    SELECT * FROM pg_get_wal_records_info('0/0'::pg_lsn + %s,
