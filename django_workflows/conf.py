@@ -77,6 +77,11 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_TOKEN": None,
     # Seconds a scrape reuses the gauges read from the tables (instances, tasks, attempts).
     "METRICS_CACHE": 5.0,
+    # Agents (the ai extra, docs/agents.md): the Pydantic AI model of agents made without one
+    # ("openai:gpt-5.2"), and its provider's API key (None: the provider reads its own
+    # environment variable, OPENAI_API_KEY).
+    "AI_MODEL": None,
+    "AI_API_KEY": None,
 }
 
 IMPORT_STRINGS = {"RUNNER"}
