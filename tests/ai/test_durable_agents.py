@@ -4,11 +4,13 @@ had, and tool calls approved or denied by a person through a task."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import DeferredToolRequests
 
@@ -229,3 +231,65 @@ def test_outside_run_agent_the_agent_runs_as_it_would_without_the_capability():
     result = agent.run_sync(PROMPT, output_type=[str, DeferredToolRequests])
 
     assert script.calls == 2 and result.output.approvals[0].tool_name == "refund"
+
+
+def test_two_calls_to_approve_in_one_turn_are_asked_one_after_another():
+    def two_refunds(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if not returned:
+            return ModelResponse(parts=[
+                ToolCallPart("refund", {"order": "A-1", "amount": 30, "why": "broken"}),
+                ToolCallPart("refund", {"order": "B-2", "amount": 12, "why": "late"})])
+        return ModelResponse(parts=[TextPart(" / ".join(str(p.content) for p in returned))])
+
+    ran: list[str] = []
+    agent = Agent(FunctionModel(two_refunds), name="refunds",
+                  capabilities=[DjangoWorkflowsDurability()])
+
+    @agent.tool_plain(requires_approval=True)
+    def refund(order: str, amount: int, why: str) -> str:
+        ran.append(f"refunded {amount} of {order}")
+        return f"{amount} EUR of {order} refunded."
+
+    x, i = started(assistant(agent))
+    assert x.snapshot(i).task.asked["form"]["properties"]["order"]["default"] == "A-1"
+    x.complete(i, input={"order": "A-1", "amount": 30, "why": "broken", "approve": True})
+    assert x.snapshot(i).task.asked["form"]["properties"]["order"]["default"] == "B-2"
+    x.complete(i, input={"order": "B-2", "amount": 12, "why": "late", "approve": False,
+                         "reason": "not late"})
+
+    assert ran == ["refunded 30 of A-1"]
+    assert op(x, i, "assist").result == "30 EUR of A-1 refunded. / not late"
+    assert [kind for kind, _ in journal(x, i)] == [
+        "step", "step", "task", "task", "step", "step", "step"]
+
+
+def test_tools_the_model_calls_at_once_run_one_after_another_and_replay_in_that_order():
+    calls = []
+
+    def look_up_two(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        calls.append(len(messages))
+        returned = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
+        if not returned:
+            return ModelResponse(parts=[ToolCallPart("wait_and_look_up", {"order": "slow"}),
+                                        ToolCallPart("wait_and_look_up", {"order": "fast"})])
+        if len(calls) == 2:
+            raise RuntimeError("the worker died")
+        return ModelResponse(parts=[TextPart(" ".join(str(p.content) for p in returned))])
+
+    ran: list[str] = []
+    agent = Agent(FunctionModel(look_up_two), name="looks",
+                  capabilities=[DjangoWorkflowsDurability()])
+
+    @agent.tool_plain
+    async def wait_and_look_up(order: str) -> str:
+        if order == "slow":
+            await asyncio.sleep(0.05)  # run at once, "fast" would finish first
+        ran.append(order)
+        return order
+
+    x, i = started(assistant(agent, retries=1))
+
+    assert ran == ["slow", "fast"]  # each once, in the model's order; the retry replayed them
+    assert op(x, i, "assist").result == "slow fast"
+    assert len(calls) == 3
