@@ -285,10 +285,8 @@ class OperationContext(HookContext):
             return call()
 
         async def answer() -> Any:
-            import asyncio
-
-            await asyncio.to_thread(self.replay.load)
-            return await asyncio.to_thread(call) if writes or self.replay.woken else call()
+            await self.replay.in_thread(self.replay.load)
+            return await self.replay.in_thread(call) if writes or self.replay.woken else call()
         return answer()
 
     def wait_for(self, awaitable: Any) -> Any:
@@ -391,6 +389,8 @@ def execute(work: Work, sink: AttemptSink, *, user: Any = None, flush_interval: 
             failure = _failure(error, f'The operation "{operation.id}"')
             return AttemptOutcome(ok=False, error=failure, logs=tuple(ctx.logs),
                                   progress=ctx.last_progress)
+        finally:
+            replay.close()
         ctx.close()
         return AttemptOutcome(ok=True, value=value, children=tuple(ctx.children),
                               logs=tuple(ctx.logs), progress=ctx.last_progress)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .context import resolve
@@ -88,9 +90,29 @@ class Replay:
         # is not read: a step costs its one write.
         self._entries: dict[int, JournalEntry] | None = {} if empty else None
 
+        self._thread: ThreadPoolExecutor | None = None
+
     def load(self) -> None:
         if self._entries is None:
             self._entries = {e.position: e for e in self.store.entries(self.key)}
+
+    async def in_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` off the event loop, in one thread of this attempt's: what the
+        journal reads and writes there (a database connection) is closed with it."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="durable-code")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._thread, partial(fn, *args))
+
+    def close(self) -> None:
+        """The attempt ended: its thread, if it had one, lets go of what it held (the
+        store's ``release``: its database connections) and stops."""
+        if self._thread is not None:
+            release = getattr(self.store, "release", None)
+            if release is not None:
+                self._thread.submit(release).result()
+            self._thread.shutdown()
+            self._thread = None
 
     def held(self, name: str, kind: EntryKind) -> tuple[int, JournalEntry | None]:
         """The next position, and the entry the journal holds there (checked to be the
@@ -167,7 +189,7 @@ async def astep(ctx: OperationContext, name: str, fn: Callable[..., Any], args: 
     """``await ctx.step`` in ``async def`` code: a coroutine function is awaited on the
     loop; a plain function, and the journal, run in a thread."""
     replay = ctx.replay
-    await asyncio.to_thread(replay.load)
+    await replay.in_thread(replay.load)
     position, entry = replay.held(name, "step")
     if entry is not None:
         return entry.value
@@ -179,7 +201,7 @@ async def astep(ctx: OperationContext, name: str, fn: Callable[..., Any], args: 
             if asyncio.iscoroutinefunction(fn):
                 value = await fn(*args, **kwargs)
             else:
-                value = await asyncio.to_thread(fn, *args, **kwargs)
+                value = await replay.in_thread(partial(fn, *args, **kwargs))
                 if asyncio.iscoroutine(value):
                     value = await value
             value = plain(value, f'The result of step "{name}"')
@@ -191,7 +213,7 @@ async def astep(ctx: OperationContext, name: str, fn: Callable[..., Any], args: 
             await asyncio.sleep(retry_delay * backoff ** (tries - 1))
             continue
         entry = JournalEntry(position, name, "step", value, tries, started, ctx.now())
-        return (await asyncio.to_thread(replay.record, entry)).value
+        return (await replay.in_thread(replay.record, entry)).value
 
 
 def wait(ctx: OperationContext, kind: EntryKind, name: str, suspension: Callable[[int], Suspension],

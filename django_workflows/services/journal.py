@@ -40,6 +40,11 @@ class DatabaseJournal:
         self.operation = operation
         self.token = token
 
+    def release(self) -> None:
+        """Called in the thread async code's journal used, as its attempt ends: that
+        thread's database connection is closed, not left to the garbage collector."""
+        connection.close()
+
     def entries(self, key: str) -> Sequence[engine.JournalEntry]:
         return [as_entry(row) for row in
                 JournalEntry.objects.filter(journal=key).order_by("position")]

@@ -112,3 +112,25 @@ def test_the_event_log_and_the_timeline_name_a_task_asked_by_code_by_its_own_tit
     opened = instance.events.get(type="task-open")
     assert sentence(opened).startswith("The task “Review the invoice” opened")
     assert "task: Review the invoice" in timeline_context(instance)["timeline"]
+
+
+@pytest.mark.postgres
+def test_async_durable_code_leaves_no_database_session_open_behind_it():
+    """Its journal is read and written in a thread of the attempt's, whose connection is
+    closed when the attempt ends (not left to the garbage collector, where PostgreSQL
+    would keep the session, and a test database could not be dropped)."""
+    from django.db import connection
+
+    def sessions() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            return cursor.fetchone()[0]
+
+    before = sessions()
+    instance = services.create("async-billing", state={"lines": [1, 2], "intent": "pi_5"},
+                               start=True)
+    services.signal("async-billing", "paid", {"amount": 2}, correlation="pi_5")
+
+    assert WorkflowTask.objects.filter(instance=instance, status="open").exists()
+    assert sessions() == before
