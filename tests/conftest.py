@@ -51,6 +51,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skips["needs_api"] = pytest.mark.skip(reason="needs the [api] extra")
     if importlib.util.find_spec("django_q") is None:
         skips["needs_q2"] = pytest.mark.skip(reason="needs the [q2] extra")
+    if importlib.util.find_spec("django_tasks") is None:
+        skips["needs_tasks"] = pytest.mark.skip(reason="needs the [tasks] extra")
     for item in items:
         for marker, skip in skips.items():
             if marker in item.keywords:

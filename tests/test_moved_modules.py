@@ -22,11 +22,21 @@ KEPT = [(old, new) for old, new in ROWS if SECTION.index(f"`{old}`") < SPLIT]
 GONE = [(old, new) for old, new in ROWS if SECTION.index(f"`{old}`") > SPLIT]
 
 
+# The modules that need an extra: the API's (Django REST framework) and the Tasks runner's.
+NEEDS = {"django_workflows.api.": pytest.mark.needs_api,
+         "django_workflows.runners.tasks.": pytest.mark.needs_tasks}
+
+
+def with_extra(old: str, new: str) -> object:
+    marks = [mark for prefix, mark in NEEDS.items() if new.startswith(prefix)]
+    return pytest.param(old, new, id=old, marks=marks)
+
+
 def test_the_page_lists_the_moves():
     assert len(KEPT) == 7 and len(GONE) == 11, (KEPT, GONE)
 
 
-@pytest.mark.parametrize(("old", "new"), KEPT, ids=[old for old, _ in KEPT])
+@pytest.mark.parametrize(("old", "new"), [with_extra(old, new) for old, new in KEPT])
 def test_an_old_module_still_imports_with_a_warning(old, new):
     sys.modules.pop(old, None)
     with pytest.warns(RemovedIn03Warning, match=rf"{re.escape(old)} moved to {re.escape(new)}"):
@@ -36,6 +46,7 @@ def test_an_old_module_still_imports_with_a_warning(old, new):
     assert public and all(getattr(shim, name) is getattr(moved, name) for name in public)
 
 
+@pytest.mark.needs_tasks
 def test_a_sweep_task_queued_under_the_old_path_still_runs():
     from django.utils.module_loading import import_string
 
