@@ -511,8 +511,9 @@ class JournalEntry(models.Model):
     a replay reads them all back at once.
     """
 
+    # No index of its own: the two below begin with it (a step writes one index less).
     instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE,
-                                 related_name="journal_entries")
+                                 related_name="journal_entries", db_index=False)
     journal = models.CharField(max_length=64)
     operation = models.CharField(max_length=200)
     position = models.PositiveIntegerField()

@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('token', models.CharField(blank=True, default='', max_length=64)),
-                ('instance', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='journal_entries', to='django_workflows.workflowinstance')),
+                ('instance', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='journal_entries', to='django_workflows.workflowinstance')),
             ],
             options={
                 'verbose_name': 'journal entry',
